@@ -1,0 +1,48 @@
+// deskd: runs AI-agent desks in kernel sandboxes. This is the command-line entry point;
+// each subcommand lives in its own file.
+
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "runner/app/policy_command.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: deskd COMMAND [ARGS...]\n"
+    "\n"
+    "Commands:\n"
+    "  policy     answer what a desk's file tools may read or write\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help     show this help\n"
+    "  --version      show the version\n"
+    "\n"
+    "Run 'deskd COMMAND --help' for a command's own options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> arguments(argv + 1, argv + argc);
+  if (arguments.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string_view command = arguments.front();
+  const std::span<const std::string_view> rest(arguments.begin() + 1, arguments.end());
+  if (command == "-h" || command == "--help" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (command == "--version") {
+    std::puts("deskd " DESKD_VERSION);
+    return 0;
+  }
+  if (command == "policy") return deskd::app::run_policy_command(rest);
+  std::fprintf(stderr, "deskd: unknown command '%.*s'\n\n%s", static_cast<int>(command.size()),
+               command.data(), kUsage);
+  return 2;
+}
