@@ -1,6 +1,8 @@
 #include "policy/confinement.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -100,6 +102,24 @@ const WritablePlace* Confinement::writable_place_for(const std::filesystem::path
     if (allowed) return &place;
   }
   return nullptr;
+}
+
+Result<void> create_missing_writable_places(const Confinement& confinement) {
+  for (const auto& place : confinement.writable_places()) {
+    if (place.kind == WritablePlace::Kind::folder) {
+      if (::mkdir(place.path.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Error::from_errno(errno, "Creating the writable folder " + place.path.native() + " failed");
+      }
+      continue;
+    }
+    const int fd = ::open(place.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+    } else if (errno != EEXIST) {
+      return Error::from_errno(errno, "Creating " + place.path.native() + " failed");
+    }
+  }
+  return success();
 }
 
 }  // namespace deskd::policy

@@ -57,4 +57,8 @@ class Confinement {
   std::shared_ptr<const Data> data_;
 };
 
+/// Creates the desk's missing writable places: the memory/, notes/ and scratch/ folders and
+/// an empty Memory.md. Never follows a link; existing places are left alone.
+Result<void> create_missing_writable_places(const Confinement& confinement);
+
 }  // namespace deskd::policy

@@ -124,7 +124,9 @@ Result<std::filesystem::path> resolve_path(std::string_view requested,
   for (auto& component : split_components(requested)) remaining.push_back(std::move(component));
 
   int symlink_follows = 0;
-  bool past_missing = false;      // a component did not exist; the rest is taken as written
+  // Depth in `resolved` of the first component that did not exist; the rest is taken as
+  // written, until a `..` climbs back above it (then links count again, as in Python).
+  std::size_t missing_depth = 0;
   bool last_is_directory = true;  // what `resolved` names is a folder (or does not exist)
   std::string last_file;          // the file `resolved` names, for the error message
 
@@ -138,22 +140,24 @@ Result<std::filesystem::path> resolve_path(std::string_view requested,
     }
     if (component == "..") {
       if (!resolved.empty()) resolved.pop_back();
+      if (resolved.size() < missing_depth) missing_depth = 0;
       continue;
     }
     resolved.push_back(std::move(component));
-    if (past_missing) continue;
+    if (missing_depth != 0) continue;
 
     const std::string candidate = join_components(resolved);
     struct stat status {};
     if (::lstat(candidate.c_str(), &status) != 0) {
       const int error_number = errno;
       if (error_number == ENOENT) {
-        past_missing = true;
+        missing_depth = resolved.size();
         continue;
       }
       if (error_number == ENAMETOOLONG) {
         return Error::make(ErrorCode::invalid_argument,
-                           shown + " cannot be resolved: it grows too long as its links are followed.");
+                           shown + " cannot be resolved: a name in it is longer than 255 bytes, or it "
+                                   "grows too long as its links are followed.");
       }
       return Error::from_errno(error_number, shown + " cannot be resolved: " + candidate +
                                                  " cannot be examined");

@@ -77,12 +77,29 @@ int open_without_links(int directory_fd, const std::string& relative, int flags,
   const auto parts = components_of(std::filesystem::path("/") / relative);
   UniqueFd current;
   int parent = directory_fd;
+  if (!relative.empty() && relative.front() == '/') {
+    // An absolute path is walked from the root: the components above are relative names,
+    // and looked up in AT_FDCWD they would name a look-alike tree in the current folder.
+    const int root = static_cast<int>(
+        retry_on_eintr([] { return ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC); }));
+    if (root < 0) return -1;
+    current.reset(root);
+    parent = current.get();
+  }
   for (std::size_t index = 0; index + 1 < parts.size(); ++index) {
     const int next = static_cast<int>(retry_on_eintr([&] {
       return ::openat(parent, parts[index].c_str(),
                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }));
-    if (next < 0) return -1;
+    if (next < 0) {
+      // O_NOFOLLOW | O_DIRECTORY reports a link as "not a folder"; say what it really is.
+      struct stat status {};
+      if (errno == ENOTDIR && ::fstatat(parent, parts[index].c_str(), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISLNK(status.st_mode)) {
+        errno = ELOOP;
+      }
+      return -1;
+    }
     current.reset(next);
     parent = current.get();
   }
@@ -231,7 +248,14 @@ Result<void> SafeFile::write(const std::filesystem::path& path, std::string_view
     if (S_ISDIR(existing.st_mode)) {
       return Error::make(ErrorCode::refused, path.native() + " is a folder, not a file.");
     }
-    if (S_ISREG(existing.st_mode)) permissions = existing.st_mode & 07777 & ~06000;
+    // The rename would not follow a link or write into a special file, but it would
+    // silently replace one; the checked path named neither, so something changed.
+    if (S_ISLNK(existing.st_mode)) return open_error(ELOOP, path);
+    if (!S_ISREG(existing.st_mode)) {
+      return Error::make(ErrorCode::refused,
+                         path.native() + " is not a regular file (a device, pipe or socket).");
+    }
+    permissions = existing.st_mode & 07777 & ~06000;
   }
   const std::string temporary = temporary_name(name);
   const int fd = static_cast<int>(retry_on_eintr([&] {
