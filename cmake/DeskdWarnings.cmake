@@ -17,3 +17,11 @@ if(DESKD_SANITIZE)
     -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
   target_link_options(deskd_build_flags INTERFACE -fsanitize=address,undefined)
 endif()
+
+if(DESKD_BUILD_FUZZERS)
+  # Instrument every library, not only the fuzz target, so coverage guides the fuzzer
+  # through the code under test.
+  target_compile_options(deskd_build_flags INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  target_link_options(deskd_build_flags INTERFACE -fsanitize=address,undefined)
+endif()

@@ -7,7 +7,9 @@
 #include <string_view>
 #include <vector>
 
+#include "runner/app/doctor_command.h"
 #include "runner/app/policy_command.h"
+#include "runner/app/sandbox_command.h"
 
 namespace {
 
@@ -15,7 +17,9 @@ constexpr const char* kUsage =
     "usage: deskd COMMAND [ARGS...]\n"
     "\n"
     "Commands:\n"
+    "  doctor     say which isolation this host supports, and how to fix what is missing\n"
     "  policy     answer what a desk's file tools may read or write\n"
+    "  sandbox    run a command once in a desk's sandbox\n"
     "\n"
     "Options:\n"
     "  -h, --help     show this help\n"
@@ -41,7 +45,9 @@ int main(int argc, char** argv) {
     std::puts("deskd " DESKD_VERSION);
     return 0;
   }
+  if (command == "doctor") return deskd::app::run_doctor_command(rest);
   if (command == "policy") return deskd::app::run_policy_command(rest);
+  if (command == "sandbox") return deskd::app::run_sandbox_command(rest);
   std::fprintf(stderr, "deskd: unknown command '%.*s'\n\n%s", static_cast<int>(command.size()),
                command.data(), kUsage);
   return 2;

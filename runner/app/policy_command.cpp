@@ -45,7 +45,7 @@ int run_policy_command(std::span<const std::string_view> arguments) {
     }
     if (argument == "--desk" || argument == "--hide") {
       if (!has_value) return usage_error(std::string(argument) + " needs a value.");
-      const std::filesystem::path value(std::string(arguments[++index]));
+      const std::filesystem::path value{std::string(arguments[++index])};
       if (argument == "--desk") {
         desk_directory = value;
       } else {

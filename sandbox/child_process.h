@@ -1,0 +1,52 @@
+#pragma once
+// What the cloned child does, from clone to exec. Everything it reads is prepared by the
+// parent in a ChildContext before the clone; the child only makes raw system calls
+// (deskd is multithreaded: after a clone only async-signal-safe calls are allowed).
+//
+// The child is pid 1 of the sandbox's pid namespace. After building the sandbox it forks:
+// its child executes the command, and it stays behind as a tiny init that forwards
+// termination signals, reaps orphans, and exits with the command's status — which makes
+// the kernel kill whatever else is left in the namespace.
+
+#include <sys/resource.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox/credentials.h"
+#include "sandbox/landlock_rules.h"
+#include "sandbox/mount_plan.h"
+#include "sandbox/seccomp_profile.h"
+
+namespace deskd::sandbox {
+
+/// A resource limit to set with setrlimit.
+struct ResourceLimit {
+  int resource;
+  rlimit value;
+};
+
+/// Everything the child needs, prepared before the clone.
+struct ChildContext {
+  int sync_fd = -1;      ///< The parent writes one byte here once the id maps are written.
+  int failure_fd = -1;   ///< ChildFailure records go here; close-on-exec.
+  int stdio[3] = {-1, -1, -1};  ///< Descriptors to install as 0, 1, 2; -1 keeps the current.
+  IdentityPlan identity;
+  int last_capability = 0;
+  const std::vector<MountStep>* mount_steps = nullptr;
+  const LandlockPlan* landlock = nullptr;
+  const SeccompProgram* seccomp = nullptr;
+  std::vector<ResourceLimit> limits;
+  const char* hostname = nullptr;
+  bool bring_up_loopback = false;
+  /// Absolute paths to try in order with execve (PATH already searched by the parent).
+  std::vector<const char*> executable_candidates;
+  std::vector<char*> argv;  ///< nullptr-terminated
+  std::vector<char*> envp;  ///< nullptr-terminated
+};
+
+/// The child's whole life. Never returns: exits with the command's status, or 125 (126,
+/// 127) after writing a ChildFailure to `context.failure_fd`.
+[[noreturn]] void run_sandbox_child(const ChildContext& context);
+
+}  // namespace deskd::sandbox

@@ -1,0 +1,102 @@
+#include "sandbox/credentials.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "base/unique_fd.h"
+
+namespace deskd::sandbox {
+namespace {
+
+Result<void> write_proc_file(pid_t child, const char* name, const std::string& text) {
+  const std::string path = "/proc/" + std::to_string(child) + "/" + name;
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return Error::from_errno(errno, "Opening " + path + " to set the sandbox's ids failed");
+  if (retry_on_eintr([&] { return ::write(fd.get(), text.data(), text.size()); }) !=
+      static_cast<ssize_t>(text.size())) {
+    return Error::from_errno(errno, "Writing '" + text.substr(0, text.size() - 1) + "' to " + path + " failed");
+  }
+  return success();
+}
+
+}  // namespace
+
+IdentityPlan plan_identity(uid_t daemon_uid, gid_t daemon_gid, uid_t root_daemon_uid,
+                           gid_t root_daemon_gid) {
+  if (daemon_uid == 0) return IdentityPlan{root_daemon_uid, root_daemon_gid, true};
+  return IdentityPlan{daemon_uid, daemon_gid, false};
+}
+
+Result<void> write_identity_maps(pid_t child, const IdentityPlan& plan) {
+  // An unprivileged parent must give up setgroups before it may write gid_map; a root
+  // parent keeps it, so that the child can drop root's supplementary groups.
+  if (!plan.may_set_groups) DESKD_RETURN_IF_ERROR(write_proc_file(child, "setgroups", "deny\n"));
+  const std::string uid_line = std::to_string(plan.uid) + " " + std::to_string(plan.uid) + " 1\n";
+  const std::string gid_line = std::to_string(plan.gid) + " " + std::to_string(plan.gid) + " 1\n";
+  DESKD_RETURN_IF_ERROR(write_proc_file(child, "uid_map", uid_line));
+  return write_proc_file(child, "gid_map", gid_line);
+}
+
+int last_capability() {
+  const int last = static_cast<int>(cap_max_bits()) - 1;
+  return last > 0 ? last : CAP_LAST_CAP;
+}
+
+int become_sandbox_identity(const IdentityPlan& plan, const char** failed_step) {
+  const auto fail = [&](const char* step) {
+    *failed_step = step;
+    return -1;
+  };
+  if (plan.may_set_groups && ::setgroups(0, nullptr) != 0) return fail("drop the supplementary groups");
+  if (::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) return fail("keep capabilities across the id switch");
+  if (::setresgid(plan.gid, plan.gid, plan.gid) != 0) return fail("switch to the sandbox's gid");
+  if (::setresuid(plan.uid, plan.uid, plan.uid) != 0) return fail("switch to the sandbox's uid");
+  // A uid switch may clear the effective set (it keeps the permitted one under KEEPCAPS);
+  // raise the effective set back to the permitted one for the mount steps.
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) return fail("read the capabilities");
+  for (auto& word : data) word.effective = word.permitted;
+  if (::syscall(SYS_capset, &header, data) != 0) return fail("raise the effective capabilities");
+  return 0;
+}
+
+int drop_privileges(const IdentityPlan& plan, int last_capability_number, const char** failed_step) {
+  const auto fail = [&](const char* step) {
+    *failed_step = step;
+    return -1;
+  };
+  // Locked securebits: no capability regained through uid 0, setuid fixups, kept caps or
+  // ambient raises — for this process and everything it executes.
+  const unsigned long securebits =
+      SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+      SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+  if (::prctl(PR_SET_SECUREBITS, securebits, 0, 0, 0) != 0) return fail("lock the securebits");
+  for (int capability = 0; capability <= last_capability_number; ++capability) {
+    if (::prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 && errno != EINVAL) {
+      return fail("drop the capability bounding set");
+    }
+  }
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+    return fail("clear the ambient capabilities");
+  }
+  if (plan.may_set_groups && ::setgroups(0, nullptr) != 0) return fail("drop the supplementary groups");
+  if (::setresgid(plan.gid, plan.gid, plan.gid) != 0) return fail("switch to the sandbox's gid");
+  if (::setresuid(plan.uid, plan.uid, plan.uid) != 0) return fail("switch to the sandbox's uid");
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capset, &header, data) != 0) return fail("empty the capability sets");
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("set no_new_privs");
+  return 0;
+}
+
+}  // namespace deskd::sandbox

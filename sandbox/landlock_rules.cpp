@@ -1,0 +1,117 @@
+#include "sandbox/landlock_rules.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace deskd::sandbox {
+namespace {
+
+// Debian 12's kernel headers predate several landlock ABIs, so the pieces used here are
+// spelled out from the kernel's UAPI (include/uapi/linux/landlock.h).
+constexpr std::uint64_t kWriteFile = 1ULL << 1;
+constexpr std::uint64_t kRemoveDir = 1ULL << 4;
+constexpr std::uint64_t kRemoveFile = 1ULL << 5;
+constexpr std::uint64_t kMakeChar = 1ULL << 6;
+constexpr std::uint64_t kMakeDir = 1ULL << 7;
+constexpr std::uint64_t kMakeReg = 1ULL << 8;
+constexpr std::uint64_t kMakeSock = 1ULL << 9;
+constexpr std::uint64_t kMakeFifo = 1ULL << 10;
+constexpr std::uint64_t kMakeBlock = 1ULL << 11;
+constexpr std::uint64_t kMakeSym = 1ULL << 12;
+constexpr std::uint64_t kRefer = 1ULL << 13;     // ABI 2
+constexpr std::uint64_t kTruncate = 1ULL << 14;  // ABI 3
+constexpr std::uint64_t kFileRights = kWriteFile | kTruncate;
+constexpr std::uint64_t kScopeAbstractUnixSocket = 1ULL << 0;  // ABI 6
+constexpr std::uint64_t kScopeSignal = 1ULL << 1;              // ABI 6
+constexpr unsigned kCreateRulesetVersion = 1U << 0;
+constexpr int kRulePathBeneath = 1;
+
+struct RulesetAttributes {
+  std::uint64_t handled_access_fs;
+  std::uint64_t handled_access_net;  // ABI 4
+  std::uint64_t scoped;              // ABI 6
+};
+
+struct [[gnu::packed]] PathBeneathAttributes {
+  std::uint64_t allowed_access;
+  std::int32_t parent_fd;
+};
+
+}  // namespace
+
+int kernel_landlock_abi() {
+  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kCreateRulesetVersion);
+  return abi > 0 ? static_cast<int>(abi) : 0;
+}
+
+LandlockPlan plan_landlock(const SandboxSpec& spec, int abi) {
+  LandlockPlan plan;
+  if (abi <= 0) return plan;
+  plan.abi = abi;
+  std::uint64_t handled = kWriteFile | kRemoveDir | kRemoveFile | kMakeChar | kMakeDir | kMakeReg |
+                          kMakeSock | kMakeFifo | kMakeBlock | kMakeSym;
+  if (abi >= 2) handled |= kRefer;
+  if (abi >= 3) handled |= kTruncate;
+  plan.handled_access = handled;
+  // Abstract Unix sockets ignore the filesystem; with the host's network they would reach
+  // the host's (X11, D-Bus). Signals to processes outside the sandbox are scoped too.
+  if (abi >= 6) plan.scoped = kScopeAbstractUnixSocket | kScopeSignal;
+
+  const std::uint64_t folder_rights = handled & ~(kMakeChar | kMakeBlock);
+  for (const auto& place : spec.confinement.writable_places()) {
+    const bool is_file = place.kind == policy::WritablePlace::Kind::file;
+    plan.rules.push_back({place.path.native(), is_file ? handled & kFileRights : folder_rights, is_file});
+  }
+  plan.rules.push_back({"/tmp", folder_rights, false});
+  plan.rules.push_back({"/dev/shm", folder_rights, false});
+  for (const char* device : {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}) {
+    plan.rules.push_back({device, handled & kFileRights, true});
+  }
+  plan.rules.push_back({"/dev/pts", handled & kFileRights, false});
+  return plan;
+}
+
+int apply_landlock(const LandlockPlan& plan, const char** failed_path) {
+  *failed_path = "";
+  if (plan.abi <= 0) return 0;
+  RulesetAttributes attributes{plan.handled_access, 0, plan.scoped};
+  const std::size_t size = plan.abi >= 6 ? sizeof attributes
+                           : plan.abi >= 4 ? 2 * sizeof(std::uint64_t)
+                                           : sizeof(std::uint64_t);
+  const int ruleset = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attributes, size, 0));
+  if (ruleset < 0) return -1;
+  for (const LandlockRule& rule : plan.rules) {
+    const int fd = ::open(rule.path.c_str(), O_PATH | O_CLOEXEC);
+    if (fd < 0) {
+      // A writable place that does not exist was not bound; nothing to allow there.
+      if (errno == ENOENT) continue;
+      *failed_path = rule.path.c_str();
+      ::close(ruleset);
+      return -1;
+    }
+    struct stat status {};
+    std::uint64_t allowed = rule.allowed_access;
+    if (::fstat(fd, &status) == 0 && !S_ISDIR(status.st_mode)) allowed &= kFileRights;
+    PathBeneathAttributes beneath{allowed, fd};
+    const long added = ::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &beneath, 0);
+    const int saved = errno;
+    ::close(fd);
+    if (added != 0) {
+      *failed_path = rule.path.c_str();
+      ::close(ruleset);
+      errno = saved;
+      return -1;
+    }
+  }
+  const long restricted = ::syscall(SYS_landlock_restrict_self, ruleset, 0);
+  const int saved = errno;
+  ::close(ruleset);
+  errno = saved;
+  return restricted == 0 ? 0 : -1;
+}
+
+}  // namespace deskd::sandbox

@@ -1,0 +1,194 @@
+#include "sandbox/launcher.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#include "sandbox/child_failure.h"
+#include "sandbox/child_process.h"
+
+namespace deskd::sandbox {
+namespace {
+
+// Compiling the seccomp profile takes a few milliseconds; every sandbox uses the same one.
+Result<const SeccompProgram*> shared_seccomp_program() {
+  static std::mutex mutex;
+  static std::optional<SeccompProgram> program;
+  std::lock_guard lock(mutex);
+  if (!program) {
+    DESKD_ASSIGN_OR_RETURN(auto built, SeccompProgram::build());
+    program.emplace(std::move(built));
+  }
+  return &*program;
+}
+
+std::vector<std::string> executable_candidates(const std::string& name,
+                                               const std::vector<std::string>& environment) {
+  if (name.find('/') != std::string::npos) return {name};
+  std::string search_path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& entry : environment) {
+    if (entry.rfind("PATH=", 0) == 0) search_path = entry.substr(5);
+  }
+  std::vector<std::string> candidates;
+  std::size_t start = 0;
+  while (start <= search_path.size()) {
+    const std::size_t colon = std::min(search_path.find(':', start), search_path.size());
+    const std::string folder = search_path.substr(start, colon - start);
+    candidates.push_back((folder.empty() ? std::string(".") : folder) + "/" + name);
+    start = colon + 1;
+  }
+  return candidates;
+}
+
+std::vector<ResourceLimit> plan_limits(const ResourceLimits& limits) {
+  const auto both = [](std::uint64_t value) { return rlimit{value, value}; };
+  std::vector<ResourceLimit> planned = {
+      {RLIMIT_NPROC, both(limits.processes)},
+      {RLIMIT_NOFILE, both(limits.open_files)},
+      {RLIMIT_FSIZE, both(limits.file_size_bytes)},
+      {RLIMIT_CORE, both(0)},
+  };
+  if (limits.memory_bytes) planned.push_back({RLIMIT_AS, both(*limits.memory_bytes)});
+  return planned;
+}
+
+struct Pipe {
+  UniqueFd read_end;
+  UniqueFd write_end;
+};
+
+Result<Pipe> make_pipe(const char* purpose) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno(errno, std::string("Creating the ") + purpose + " pipe failed");
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+std::string host_path(const char* path) {
+  const std::size_t prefix = std::strlen(kNewRoot);
+  if (std::strncmp(path, kNewRoot, prefix) == 0 && path[prefix] == '/') return path + prefix;
+  return path;
+}
+
+Error launch_error(const ChildFailure& failure) {
+  const std::string path = host_path(failure.path);
+  if (failure.exit_status == kNotFoundStatus) {
+    return Error{ErrorCode::not_found, failure.error_number, path + ": command not found in the sandbox."};
+  }
+  if (failure.exit_status == kNotExecutableStatus) {
+    Error error = Error::from_errno(failure.error_number, path + " cannot be executed in the sandbox");
+    error.code = ErrorCode::refused;
+    return error;
+  }
+  std::string what = "The sandbox could not be set up: " + std::string(failure.step);
+  if (!path.empty()) what += " (" + path + ")";
+  return Error::from_errno(failure.error_number, what + " failed");
+}
+
+// clone3 gives a pidfd atomically with the child; clone is the fallback on kernels before 5.3.
+pid_t clone_child(unsigned long long flags, int* pidfd) {
+  clone_args arguments{};
+  arguments.flags = flags | CLONE_PIDFD;
+  arguments.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
+  arguments.exit_signal = SIGCHLD;
+  const long pid = ::syscall(SYS_clone3, &arguments, sizeof arguments);
+  if (pid >= 0 || errno != ENOSYS) return static_cast<pid_t>(pid);
+  *pidfd = -1;
+  return static_cast<pid_t>(::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, 0));
+}
+
+}  // namespace
+
+int exit_status_for_launch_error(const Error& error) {
+  if (error.code == ErrorCode::not_found) return kNotFoundStatus;
+  if (error.code == ErrorCode::refused) return kNotExecutableStatus;
+  return kSetupFailedStatus;
+}
+
+Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
+                                          const StandardStreams& streams) {
+  if (command.empty() || command.front().empty()) {
+    return Error::make(ErrorCode::invalid_argument, "No command was given to run in the sandbox.");
+  }
+  DESKD_ASSIGN_OR_RETURN(const SeccompProgram* seccomp, shared_seccomp_program());
+  const auto mount_steps = plan_mounts(spec);
+  const auto landlock = plan_landlock(spec, kernel_landlock_abi());
+  const auto candidates = executable_candidates(command.front(), spec.environment);
+  std::vector<std::string> environment = spec.environment;
+  std::vector<std::string> arguments = command;
+
+  ChildContext context;
+  context.identity = plan_identity(::geteuid(), ::getegid(), spec.root_daemon_uid, spec.root_daemon_gid);
+  context.last_capability = last_capability();
+  context.mount_steps = &mount_steps;
+  context.landlock = &landlock;
+  context.seccomp = seccomp;
+  context.limits = plan_limits(spec.limits);
+  context.hostname = spec.hostname.c_str();
+  context.bring_up_loopback = spec.network == NetworkMode::none;
+  for (const auto& candidate : candidates) context.executable_candidates.push_back(candidate.c_str());
+  for (auto& argument : arguments) context.argv.push_back(argument.data());
+  context.argv.push_back(nullptr);
+  for (auto& variable : environment) context.envp.push_back(variable.data());
+  context.envp.push_back(nullptr);
+  context.stdio[0] = streams.input;
+  context.stdio[1] = streams.output;
+  context.stdio[2] = streams.error;
+
+  DESKD_ASSIGN_OR_RETURN(Pipe sync, make_pipe("synchronisation"));
+  DESKD_ASSIGN_OR_RETURN(Pipe failures, make_pipe("failure report"));
+  context.sync_fd = sync.read_end.get();
+  context.failure_fd = failures.write_end.get();
+
+  unsigned long long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                             CLONE_NEWCGROUP;
+  if (spec.network == NetworkMode::none) flags |= CLONE_NEWNET;
+  int raw_pidfd = -1;
+  const pid_t pid = clone_child(flags, &raw_pidfd);
+  if (pid < 0) {
+    return Error::from_errno(errno, "The sandbox could not be set up: creating its namespaces (clone) failed");
+  }
+  if (pid == 0) run_sandbox_child(context);
+
+  SandboxedProcess process(pid, UniqueFd(raw_pidfd));
+  sync.read_end.reset();
+  failures.write_end.reset();
+  auto mapped = write_identity_maps(pid, context.identity);
+  if (!mapped.ok()) {
+    process.close();
+    return Error{mapped.error().code, mapped.error().error_number,
+                 "The sandbox could not be set up: " + mapped.error().what};
+  }
+  const char go = 1;
+  if (retry_on_eintr([&] { return ::write(sync.write_end.get(), &go, 1); }) != 1) {
+    process.close();
+    return Error::from_errno(errno, "The sandbox could not be set up: waking the child failed");
+  }
+  sync.write_end.reset();
+
+  // The pipe closes without a record once the command has been executed.
+  ChildFailure failure;
+  std::size_t received = 0;
+  while (received < sizeof failure) {
+    const ssize_t count = retry_on_eintr([&] {
+      return ::read(failures.read_end.get(), reinterpret_cast<char*>(&failure) + received, sizeof failure - received);
+    });
+    if (count <= 0) break;
+    received += static_cast<std::size_t>(count);
+  }
+  if (received == 0) return process;
+  process.close();
+  if (received < sizeof failure) {
+    return Error::make(ErrorCode::internal, "The sandbox could not be set up: its child sent a truncated report.");
+  }
+  return launch_error(failure);
+}
+
+}  // namespace deskd::sandbox

@@ -1,0 +1,39 @@
+#pragma once
+// Launcher: starts one command inside a sandbox described by a SandboxSpec.
+//
+// Everything the child needs (mount plan, seccomp program, landlock rules, argv, env) is
+// prepared here before the clone. The launch fails closed: if any isolation step fails
+// in the child, the command never runs and the error names the step and the path.
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "sandbox/sandbox_spec.h"
+#include "sandbox/sandboxed_process.h"
+
+namespace deskd::sandbox {
+
+/// Descriptors that become the command's standard streams; -1 keeps the launcher's own.
+struct StandardStreams {
+  int input = -1;
+  int output = -1;
+  int error = -1;
+};
+
+/// Exit statuses a launch failure maps to, as `env` and shells use them.
+inline constexpr int kSetupFailedStatus = 125;
+inline constexpr int kNotExecutableStatus = 126;
+inline constexpr int kNotFoundStatus = 127;
+
+/// Starts `command` (argv; argv[0] is searched in the sandbox's PATH unless it holds a
+/// '/') in a new sandbox. Errors: code `not_found` when the command does not exist,
+/// `refused` when it cannot be executed, anything else: setup failed.
+Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec,
+                                          const std::vector<std::string>& command,
+                                          const StandardStreams& streams = {});
+
+/// The exit status `deskd sandbox` reports for a failed launch.
+int exit_status_for_launch_error(const Error& error);
+
+}  // namespace deskd::sandbox

@@ -1,0 +1,239 @@
+#include "sandbox/mount_plan.h"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "policy/path_resolution.h"
+#include "sandbox/child_failure.h"
+
+namespace deskd::sandbox {
+namespace {
+
+using Operation = MountStep::Operation;
+constexpr unsigned long kQuiet = MS_NOSUID | MS_NODEV;
+
+std::string in_new_root(const std::filesystem::path& path) { return std::string(kNewRoot) + path.native(); }
+std::string in_old_root(const std::filesystem::path& path) { return std::string(kOldRoot) + path.native(); }
+
+MountStep step(Operation operation, std::string target, std::string description) {
+  MountStep result{.operation = operation};
+  result.target = std::move(target);
+  result.description = std::move(description);
+  return result;
+}
+
+MountStep tmpfs(std::string target, std::string options, unsigned long flags, std::string description) {
+  MountStep result = step(Operation::mount_tmpfs, std::move(target), std::move(description));
+  result.data = std::move(options);
+  result.flags = flags;
+  return result;
+}
+
+MountStep bind(std::string source, std::string target, bool recursive, std::string description) {
+  MountStep result = step(Operation::bind, std::move(target), std::move(description));
+  result.source = std::move(source);
+  result.recursive = recursive;
+  return result;
+}
+
+MountStep attributes(std::string target, unsigned long long set, bool recursive, std::string description) {
+  MountStep result = step(Operation::set_attributes, std::move(target), std::move(description));
+  result.attributes_set = set;
+  result.recursive = recursive;
+  return result;
+}
+
+// Every folder from just below `top` down to `path`, for mkdir steps inside a tmpfs.
+std::vector<std::filesystem::path> folders_below(const std::filesystem::path& top,
+                                                 const std::filesystem::path& path) {
+  std::vector<std::filesystem::path> folders;
+  std::filesystem::path current = top;
+  for (const auto& part : path.lexically_relative(top)) {
+    current /= part;
+    folders.push_back(current);
+  }
+  return folders;
+}
+
+void plan_devices(const SandboxSpec& spec, std::vector<MountStep>& steps) {
+  steps.push_back(tmpfs(in_new_root("/dev"), "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC,
+                        "mount a tmpfs for the minimal /dev"));
+  for (const char* device : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    const std::string path = std::string("/dev/") + device;
+    MountStep file = step(Operation::create_file, in_new_root(path), "create " + path);
+    file.mode = 0666;
+    steps.push_back(file);
+    steps.push_back(bind(in_old_root(path), in_new_root(path), false, "bind the host's " + path));
+  }
+  for (const char* folder : {"/dev/pts", "/dev/shm"}) {
+    steps.push_back(step(Operation::make_directory, in_new_root(folder), std::string("create ") + folder));
+  }
+  steps.push_back(step(Operation::mount_devpts, in_new_root("/dev/pts"), "mount a new devpts on /dev/pts"));
+  const std::pair<const char*, const char*> links[] = {
+      {"pts/ptmx", "/dev/ptmx"},         {"/proc/self/fd", "/dev/fd"},
+      {"/proc/self/fd/0", "/dev/stdin"}, {"/proc/self/fd/1", "/dev/stdout"},
+      {"/proc/self/fd/2", "/dev/stderr"}};
+  for (const auto& [text, link] : links) {
+    MountStep symlink = step(Operation::create_symlink, in_new_root(link), std::string("create ") + link);
+    symlink.source = text;
+    steps.push_back(symlink);
+  }
+  steps.push_back(tmpfs(in_new_root("/dev/shm"),
+                        "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes), kQuiet,
+                        "mount a tmpfs on /dev/shm"));
+  steps.push_back(attributes(in_new_root("/dev"), MOUNT_ATTR_RDONLY, false, "make /dev read-only"));
+}
+
+bool is_kind(const std::filesystem::path& path, policy::WritablePlace::Kind kind) {
+  struct stat status {};
+  if (::lstat(path.c_str(), &status) != 0) return false;
+  return kind == policy::WritablePlace::Kind::folder ? S_ISDIR(status.st_mode) : S_ISREG(status.st_mode);
+}
+
+}  // namespace
+
+std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
+  std::vector<MountStep> steps;
+  steps.push_back(step(Operation::make_mounts_private, "/", "make every mount private"));
+  steps.push_back(tmpfs("/tmp", "mode=0755,size=64k", kQuiet, "mount the private base tmpfs"));
+  steps.push_back(step(Operation::make_directory, std::string("/tmp") + kNewRoot, "create the new root"));
+  steps.push_back(step(Operation::make_directory, std::string("/tmp") + kOldRoot, "create the old root"));
+  MountStep empty = step(Operation::create_file, std::string("/tmp") + kEmptyFile, "create the mask file");
+  empty.mode = 0;
+  steps.push_back(empty);
+  steps.push_back(step(Operation::pivot_onto_base, "/tmp", "pivot onto the base tmpfs"));
+
+  steps.push_back(bind(kOldRoot, kNewRoot, true, "bind the host's root"));
+  steps.push_back(attributes(kNewRoot, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true,
+                             "make the host's root read-only, nosuid and nodev"));
+  steps.push_back(step(Operation::mount_proc, in_new_root("/proc"), "mount a new /proc"));
+  plan_devices(spec, steps);
+  steps.push_back(tmpfs(in_new_root("/tmp"),
+                        "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes), kQuiet,
+                        "mount a tmpfs on /tmp"));
+  for (const auto& folder : spec.runtime_directories) {
+    steps.push_back(tmpfs(in_new_root(folder), "mode=0755,size=4k", kQuiet | MS_NOEXEC | MS_RDONLY,
+                          "cover " + folder.native() + " so the host's sockets are out of reach"));
+  }
+
+  // A desk folder under /tmp would vanish beneath the new /tmp: bring it back, read-only.
+  const auto& desk = spec.confinement.desk_directory();
+  for (const char* covered : {"/tmp", "/dev/shm"}) {
+    if (!policy::is_strictly_inside(desk, covered)) continue;
+    for (const auto& folder : folders_below(covered, desk)) {
+      steps.push_back(step(Operation::make_directory, in_new_root(folder),
+                           "create " + folder.native() + " for the desk folder"));
+    }
+    steps.push_back(bind(in_old_root(desk), in_new_root(desk), true, "bind the desk folder"));
+    steps.push_back(attributes(in_new_root(desk), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                               true, "make the desk folder read-only"));
+  }
+
+  for (const auto& place : spec.confinement.writable_places()) {
+    if (!is_kind(place.path, place.kind)) continue;
+    steps.push_back(bind(in_old_root(place.path), in_new_root(place.path), false,
+                         "bind the writable place read-write"));
+    steps.push_back(attributes(in_new_root(place.path), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false,
+                               "make the writable place nosuid and nodev"));
+  }
+  for (const auto& hidden : spec.hidden_paths) {
+    steps.push_back(step(Operation::mask, in_new_root(hidden), "mask the hidden path"));
+  }
+  steps.push_back(step(Operation::pivot_into_new_root, kNewRoot, "pivot into the new root"));
+  steps.push_back(step(Operation::change_directory, spec.working_directory.native(),
+                       "enter the desk folder"));
+  return steps;
+}
+
+namespace {
+
+int set_mount_attributes(const char* target, unsigned long long set, unsigned long long clear, bool recursive) {
+  mount_attr attributes{};
+  attributes.attr_set = set;
+  attributes.attr_clr = clear;
+  return static_cast<int>(::syscall(SYS_mount_setattr, AT_FDCWD, target,
+                                    recursive ? AT_RECURSIVE : 0, &attributes, sizeof attributes));
+}
+
+int pivot_root(const char* new_root, const char* put_old) {
+  return static_cast<int>(::syscall(SYS_pivot_root, new_root, put_old));
+}
+
+// Covers a hidden path: a folder with an empty tmpfs that nobody may list (mode 000), a
+// file (or socket, device, FIFO) with the empty mode-000 file. Both read-only, so the
+// sandbox cannot chmod them open. A path that does not exist in the new root is already
+// out of sight.
+int mask(const char* target) {
+  struct stat status {};
+  if (::lstat(target, &status) != 0) return errno == ENOENT ? 0 : -1;
+  if (S_ISLNK(status.st_mode)) return 0;
+  if (S_ISDIR(status.st_mode)) {
+    return ::mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                   "mode=000,size=4k");
+  }
+  if (::mount(kEmptyFile, target, nullptr, MS_BIND, nullptr) != 0) return -1;
+  return set_mount_attributes(target, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                              0, false);
+}
+
+int carry_out(const MountStep& s) {
+  const char* target = s.target.c_str();
+  switch (s.operation) {
+    case Operation::make_mounts_private:
+      return ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
+    case Operation::mount_tmpfs:
+      return ::mount("tmpfs", target, "tmpfs", s.flags, s.data.c_str());
+    case Operation::make_directory:
+      return ::mkdir(target, 0755) == 0 || errno == EEXIST ? 0 : -1;
+    case Operation::create_file: {
+      const int fd = ::open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, s.mode);
+      if (fd < 0) return errno == EEXIST ? 0 : -1;
+      ::close(fd);
+      return 0;
+    }
+    case Operation::create_symlink:
+      return ::symlink(s.source.c_str(), target) == 0 || errno == EEXIST ? 0 : -1;
+    case Operation::pivot_onto_base:
+      if (::chdir(target) != 0) return -1;
+      if (pivot_root(".", kOldRoot + 1) != 0) return -1;
+      return ::chdir("/");
+    case Operation::bind:
+      return ::mount(s.source.c_str(), target, nullptr, MS_BIND | (s.recursive ? MS_REC : 0), nullptr);
+    case Operation::set_attributes:
+      return set_mount_attributes(target, s.attributes_set, s.attributes_clear, s.recursive);
+    case Operation::mask:
+      return mask(target);
+    case Operation::mount_proc:
+      return ::mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+    case Operation::mount_devpts:
+      return ::mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC,
+                     "newinstance,ptmxmode=0666,mode=0620");
+    case Operation::pivot_into_new_root:
+      // The host stays reachable through /oldroot until it is detached; after pivot_root(".",
+      // ".") the base tmpfs sits beneath the new root and is detached too.
+      if (::umount2(kOldRoot, MNT_DETACH) != 0) return -1;
+      if (::chdir(target) != 0) return -1;
+      if (pivot_root(".", ".") != 0) return -1;
+      if (::umount2(".", MNT_DETACH) != 0) return -1;
+      return ::chdir("/");
+    case Operation::change_directory:
+      return ::chdir(target);
+  }
+  errno = EINVAL;
+  return -1;
+}
+
+}  // namespace
+
+void run_mount_plan(const std::vector<MountStep>& steps, int failure_fd) {
+  for (const MountStep& s : steps) {
+    if (carry_out(s) != 0) fail_child(failure_fd, errno, s.description.c_str(), s.target.c_str());
+  }
+}
+
+}  // namespace deskd::sandbox

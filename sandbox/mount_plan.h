@@ -1,0 +1,62 @@
+#pragma once
+// The mount plan: the filesystem a sandbox sees, computed in the parent as a list of
+// steps with every path already spelled out, then carried out by the child between clone
+// and exec with raw system calls only.
+//
+// The child first moves onto a private tmpfs ("base") with the host at /oldroot, builds
+// the new root at /newroot from a recursive, read-only bind of the host, then pivots into
+// it and detaches everything else:
+//   host read-only (nosuid, nodev) -> /proc, /dev, /tmp, /dev/shm, runtime folders covered
+//   -> the desk folder re-bound if a covered folder held it -> writable places bound
+//   read-write -> hidden paths masked -> pivot_root.
+
+#include <string>
+#include <vector>
+
+#include "sandbox/sandbox_spec.h"
+
+namespace deskd::sandbox {
+
+/// One thing the child does to its mount namespace.
+struct MountStep {
+  enum class Operation {
+    make_mounts_private,   ///< mount --make-rprivate /
+    mount_tmpfs,           ///< target, data (options), flags
+    make_directory,        ///< target; EEXIST is fine
+    create_file,           ///< target, mode; EEXIST is fine
+    create_symlink,        ///< source (link text) -> target
+    pivot_onto_base,       ///< pivot_root onto the base tmpfs, host at /oldroot
+    bind,                  ///< source -> target; recursive flag
+    set_attributes,        ///< target: mount_setattr set/clear, recursive flag
+    mask,                  ///< target: tmpfs if a folder, the empty file if not, else skip
+    mount_proc,            ///< target
+    mount_devpts,          ///< target
+    pivot_into_new_root,   ///< pivot_root into /newroot, detach the rest
+    change_directory,      ///< target
+  };
+  Operation operation = Operation::make_directory;
+  std::string source{};
+  std::string target{};
+  std::string data{};
+  unsigned long flags = 0;
+  unsigned long long attributes_set = 0;
+  unsigned long long attributes_clear = 0;
+  bool recursive = false;
+  unsigned mode = 0;
+  std::string description{};  ///< For the error message: what this step is for.
+};
+
+/// The base tmpfs holds these two folders and the empty file masks are bound from.
+inline constexpr const char* kNewRoot = "/newroot";
+inline constexpr const char* kOldRoot = "/oldroot";
+inline constexpr const char* kEmptyFile = "/empty-mask-file";
+
+/// Computes the steps for `spec`. Pure: reads the host only to see which writable
+/// places exist.
+std::vector<MountStep> plan_mounts(const SandboxSpec& spec);
+
+/// Carries out `steps` in the child. Async-signal-safe. On failure, reports the step to
+/// `failure_fd` and exits 125.
+void run_mount_plan(const std::vector<MountStep>& steps, int failure_fd);
+
+}  // namespace deskd::sandbox

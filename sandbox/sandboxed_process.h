@@ -1,0 +1,52 @@
+#pragma once
+// SandboxedProcess: the handle of one running sandbox — its init's pid and pidfd, and the
+// parent's ends of any pipes. Closing or destroying it kills every process of the sandbox
+// (killing the pid namespace's init makes the kernel kill the rest) and reaps it.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace deskd::sandbox {
+
+class SandboxedProcess {
+ public:
+  SandboxedProcess(pid_t pid, UniqueFd pidfd) : pid_(pid), pidfd_(std::move(pidfd)) {}
+  SandboxedProcess(SandboxedProcess&& other) noexcept;
+  SandboxedProcess& operator=(SandboxedProcess&& other) noexcept;
+  SandboxedProcess(const SandboxedProcess&) = delete;
+  SandboxedProcess& operator=(const SandboxedProcess&) = delete;
+  /// Kills and reaps the sandbox if it is still running.
+  ~SandboxedProcess();
+
+  /// The host pid of the sandbox's init.
+  pid_t pid() const { return pid_; }
+  /// A pidfd for the init (readable when it exits), or an invalid fd on old kernels.
+  int pidfd() const { return pidfd_.get(); }
+
+  /// Waits for the sandbox to end; returns the command's exit status (128+N if killed by
+  /// signal N). Once it has returned, later calls return the same status.
+  Result<int> wait();
+
+  /// Like wait(), but gives up after `timeout`: nullopt while still running.
+  Result<std::optional<int>> wait_for(std::chrono::milliseconds timeout);
+
+  /// Sends `signal_number` to the init, which forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT
+  /// to the command. SIGKILL ends the whole sandbox at once.
+  Result<void> signal(int signal_number);
+
+  /// Kills every process of the sandbox and reaps the init. Idempotent.
+  void close();
+
+ private:
+  Result<std::optional<int>> reap(bool block);
+  pid_t pid_ = -1;
+  UniqueFd pidfd_;
+  std::optional<int> exit_status_;
+};
+
+}  // namespace deskd::sandbox

@@ -1,0 +1,55 @@
+#pragma once
+// The seccomp profile every sandboxed process runs under, compiled with libseccomp in the
+// parent, before the clone, into a BPF program the child installs with one system call
+// (nothing in the child allocates).
+//
+// Shape: an allowlist wide enough for general-purpose programs (bash, coreutils, python3,
+// git, curl, compilers), starting from Docker's default profile minus its dangerous part.
+//   - allowed syscalls: allowed;
+//   - explicitly denied syscalls (mount API, namespaces, ptrace, bpf, keyctl, io_uring, ...):
+//     fail with EPERM;
+//   - clone with namespace flags: EPERM; clone3: ENOSYS, so libc falls back to clone;
+//   - ioctl TIOCSTI / TIOCLINUX (matched on the low 32 bits of the request): EPERM;
+//   - personality other than the harmless values: EPERM;
+//   - every other (unknown) syscall: ENOSYS;
+//   - a non-native architecture (int 0x80, i386) or the x32 ABI: the process is killed.
+
+#include <linux/filter.h>
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace deskd::sandbox {
+
+/// A compiled seccomp BPF program. Move-only in spirit: program() points into this object.
+class SeccompProgram {
+ public:
+  /// Compiles deskd's profile for the native architecture. Fails when libseccomp fails.
+  static Result<SeccompProgram> build();
+
+  SeccompProgram(const SeccompProgram&) = delete;
+  SeccompProgram& operator=(const SeccompProgram&) = delete;
+  SeccompProgram(SeccompProgram&& other) noexcept;
+  SeccompProgram& operator=(SeccompProgram&& other) noexcept;
+
+  /// The program, for seccomp(SECCOMP_SET_MODE_FILTER, 0, program()) in the child; the
+  /// caller must already have set no_new_privs. Valid while this object lives.
+  const sock_fprog* program() const { return &program_; }
+
+  /// Installs the program in the calling thread. Async-signal-safe (one raw syscall), for
+  /// the child between clone and exec. Returns 0, or -1 with errno set.
+  int install() const;
+
+ private:
+  SeccompProgram() = default;
+  std::vector<sock_filter> instructions_;
+  sock_fprog program_{};
+};
+
+/// The profile as readable text for `deskd sandbox --print-seccomp`: the default action,
+/// the allowed syscalls, the denied ones and why, the argument filters, and what kills.
+std::string describe_seccomp_profile();
+
+}  // namespace deskd::sandbox

@@ -1,0 +1,171 @@
+// check_host_support() probes the real kernel. On the machines deskd targets (Linux 6.x,
+// run as root or as an ordinary user) every isolation piece but cgroup delegation is
+// there; optional pieces are only asserted where the kernel is new enough to have them.
+
+#include "sandbox/host_support.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <grp.h>
+#include <sys/prctl.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+using deskd::sandbox::check_host_support;
+using deskd::sandbox::full_sandbox_possible;
+using deskd::sandbox::SupportCheck;
+
+const SupportCheck& find_check(const std::vector<SupportCheck>& checks, const std::string& name) {
+  for (const auto& check : checks) {
+    if (check.name == name) return check;
+  }
+  static const SupportCheck none{"(absent)", false, false, "", ""};
+  ADD_FAILURE() << "no check named " << name;
+  return none;
+}
+
+// The running kernel's major.minor as one comparable number, e.g. 6.18 -> 618.
+int kernel_version() {
+  utsname names{};
+  uname(&names);
+  int major = 0;
+  int minor = 0;
+  std::sscanf(names.release, "%d.%d", &major, &minor);
+  return major * 100 + minor;
+}
+
+TEST(HostSupport, ReportsTheChecksInAStableOrder) {
+  std::vector<std::string> names;
+  std::vector<bool> required;
+  for (const auto& check : check_host_support()) {
+    names.push_back(check.name);
+    required.push_back(check.required);
+  }
+  EXPECT_THAT(names, testing::ElementsAre("user namespaces", "mount namespace", "seccomp", "landlock",
+                                          "cgroup v2 delegation", "openat2", "pidfd", "mount_setattr"));
+  EXPECT_THAT(required, testing::ElementsAre(true, true, true, false, false, false, false, true));
+}
+
+TEST(HostSupport, EveryCheckHasADetailAndEveryMissingOneAFix) {
+  for (const auto& check : check_host_support()) {
+    EXPECT_FALSE(check.detail.empty()) << check.name;
+    if (check.available) {
+      EXPECT_TRUE(check.fix.empty()) << check.name << ": " << check.fix;
+    } else {
+      EXPECT_FALSE(check.fix.empty()) << check.name << ": " << check.detail;
+    }
+  }
+}
+
+TEST(HostSupport, ThisHostCanStartAFullSandbox) {
+  const auto checks = check_host_support();
+  for (const char* name : {"user namespaces", "mount namespace", "seccomp", "mount_setattr"}) {
+    const auto& check = find_check(checks, name);
+    EXPECT_TRUE(check.available) << name << ": " << check.detail;
+  }
+  EXPECT_TRUE(full_sandbox_possible(checks));
+}
+
+TEST(HostSupport, ThisKernelHasTheOptionalPiecesOfItsVersion) {
+  const auto checks = check_host_support();
+  const int version = kernel_version();
+  const struct {
+    const char* name;
+    int since;
+  } pieces[] = {{"pidfd", 503}, {"openat2", 506}, {"landlock", 513}};
+  for (const auto& piece : pieces) {
+    if (version < piece.since) continue;
+    const auto& check = find_check(checks, piece.name);
+    EXPECT_TRUE(check.available) << piece.name << ": " << check.detail;
+  }
+}
+
+TEST(HostSupport, LandlockDetailNamesTheAbiVersion) {
+  const auto abi = deskd::sandbox::landlock_abi_version();
+  const auto checks = check_host_support();
+  const auto& check = find_check(checks, "landlock");
+  EXPECT_EQ(check.available, abi.has_value());
+  if (abi) {
+    EXPECT_GE(*abi, 1);
+    EXPECT_EQ(check.detail, "ABI " + std::to_string(*abi));
+  }
+}
+
+TEST(HostSupport, CgroupCheckAgreesWithTheDelegatedDirectory) {
+  const auto directory = deskd::sandbox::delegated_cgroup_directory();
+  const auto checks = check_host_support();
+  const auto& check = find_check(checks, "cgroup v2 delegation");
+  EXPECT_EQ(check.available, directory.has_value());
+  if (directory) {
+    EXPECT_THAT(check.detail, testing::HasSubstr(*directory));
+  } else {
+    EXPECT_THAT(check.detail, testing::HasSubstr("resource limits use rlimits only"));
+  }
+}
+
+TEST(HostSupport, FullSandboxNeedsEveryRequiredCheckOnly) {
+  const SupportCheck required_ok{"a", true, true, "ok", ""};
+  const SupportCheck required_missing{"b", false, true, "no", "fix b"};
+  const SupportCheck optional_missing{"c", false, false, "no", "fix c"};
+  const SupportCheck optional_ok{"d", true, false, "ok", ""};
+  EXPECT_TRUE(full_sandbox_possible({}));
+  EXPECT_TRUE(full_sandbox_possible({required_ok, optional_ok}));
+  EXPECT_TRUE(full_sandbox_possible({required_ok, optional_missing}));
+  EXPECT_FALSE(full_sandbox_possible({required_ok, required_missing, optional_ok}));
+  EXPECT_FALSE(full_sandbox_possible({optional_missing, required_missing}));
+}
+
+// deskd must work as an ordinary user. As root, a forked child drops to uid 65534 and runs
+// the checks itself, reporting through a pipe.
+TEST(HostSupport, AnUnprivilegedUserHasUserAndMountNamespaces) {
+  if (geteuid() != 0) GTEST_SKIP() << "already unprivileged: the other tests cover this user";
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(pipe_fds[0]);
+    std::string report;
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) {
+      report = "could not drop to uid 65534";
+    } else {
+      // As a daemon exec'd by an ordinary user would be: dumpable, so /proc/self is its own.
+      prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+      for (const auto& check : check_host_support()) {
+        report += check.name + "=" + (check.available ? "yes" : "no: " + check.detail) + "\n";
+      }
+    }
+    (void)!write(pipe_fds[1], report.data(), report.size());
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  std::string report;
+  char buffer[4096];
+  for (ssize_t got; (got = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) report.append(buffer, static_cast<std::size_t>(got));
+  close(pipe_fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << report;
+  EXPECT_THAT(report, testing::HasSubstr("user namespaces=yes\n"));
+  EXPECT_THAT(report, testing::HasSubstr("mount namespace=yes\n"));
+  EXPECT_THAT(report, testing::HasSubstr("seccomp=yes\n"));
+  EXPECT_THAT(report, testing::HasSubstr("mount_setattr=yes\n"));
+}
+
+TEST(HostSupport, RootReportsWhetherAnUnprivilegedDeskdCouldWork) {
+  if (geteuid() != 0) GTEST_SKIP() << "only root probes uid 65534 as well";
+  const auto checks = check_host_support();
+  const auto& check = find_check(checks, "user namespaces");
+  ASSERT_TRUE(check.available) << check.detail;
+  EXPECT_THAT(check.detail, testing::AnyOf(testing::HasSubstr("so can uid 65534"),
+                                           testing::HasSubstr("an unprivileged deskd could not")));
+}
+
+}  // namespace
