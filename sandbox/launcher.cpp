@@ -10,7 +10,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 
 #include "sandbox/child_failure.h"
 #include "sandbox/child_process.h"
@@ -18,16 +17,10 @@
 namespace deskd::sandbox {
 namespace {
 
-// Compiling the seccomp profile takes a few milliseconds; every sandbox uses the same one.
-Result<const SeccompProgram*> shared_seccomp_program() {
-  static std::mutex mutex;
-  static std::optional<SeccompProgram> program;
-  std::lock_guard lock(mutex);
-  if (!program) {
-    DESKD_ASSIGN_OR_RETURN(auto built, SeccompProgram::build());
-    program.emplace(std::move(built));
-  }
-  return &*program;
+// Every sandbox uses the same program, compiled when deskd was built.
+const SeccompProgram& shared_seccomp_program() {
+  static const SeccompProgram program = SeccompProgram::precompiled();
+  return program;
 }
 
 std::vector<std::string> executable_candidates(const std::string& name,
@@ -117,7 +110,7 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::ve
   if (command.empty() || command.front().empty()) {
     return Error::make(ErrorCode::invalid_argument, "No command was given to run in the sandbox.");
   }
-  DESKD_ASSIGN_OR_RETURN(const SeccompProgram* seccomp, shared_seccomp_program());
+  const SeccompProgram* seccomp = &shared_seccomp_program();
   const auto mount_steps = plan_mounts(spec);
   const auto landlock = plan_landlock(spec, kernel_landlock_abi());
   const auto candidates = executable_candidates(command.front(), spec.environment);

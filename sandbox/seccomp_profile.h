@@ -16,6 +16,7 @@
 
 #include <linux/filter.h>
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,12 @@ namespace deskd::sandbox {
 class SeccompProgram {
  public:
   /// Compiles deskd's profile for the native architecture. Fails when libseccomp fails.
+  /// Takes a few milliseconds; launches use precompiled() instead.
   static Result<SeccompProgram> build();
+
+  /// The same program, compiled by build() when deskd was built (a generator writes it
+  /// into the binary), so that a launch pays nothing for it. Tests check that the two agree.
+  static SeccompProgram precompiled();
 
   SeccompProgram(const SeccompProgram&) = delete;
   SeccompProgram& operator=(const SeccompProgram&) = delete;
@@ -37,6 +43,9 @@ class SeccompProgram {
   /// The program, for seccomp(SECCOMP_SET_MODE_FILTER, 0, program()) in the child; the
   /// caller must already have set no_new_privs. Valid while this object lives.
   const sock_fprog* program() const { return &program_; }
+
+  /// The instructions, for comparison and for writing them out.
+  std::span<const sock_filter> instructions() const { return instructions_; }
 
   /// Installs the program in the calling thread. Async-signal-safe (one raw syscall), for
   /// the child between clone and exec. Returns 0, or -1 with errno set.

@@ -207,6 +207,22 @@ TEST(SeccompProgramTest, BuildsALoadableProgram) {
   EXPECT_LE(program->len, BPF_MAXINSNS);
 }
 
+// Launches use the program compiled at build time; it must be the very same program.
+TEST(SeccompProgramTest, PrecompiledProgramIsTheBuiltOne) {
+  Result<SeccompProgram> built = SeccompProgram::build();
+  ASSERT_TRUE(built.ok()) << built.error().what;
+  const SeccompProgram precompiled = SeccompProgram::precompiled();
+  ASSERT_EQ(precompiled.instructions().size(), built->instructions().size());
+  for (std::size_t index = 0; index < precompiled.instructions().size(); ++index) {
+    const sock_filter& expected = built->instructions()[index];
+    const sock_filter& actual = precompiled.instructions()[index];
+    EXPECT_TRUE(expected.code == actual.code && expected.jt == actual.jt && expected.jf == actual.jf &&
+                expected.k == actual.k)
+        << "instruction " << index;
+  }
+  EXPECT_EQ(precompiled.program()->len, precompiled.instructions().size());
+}
+
 TEST(SeccompProgramTest, MovedProgramStillPointsAtItsInstructions) {
   Result<SeccompProgram> built = SeccompProgram::build();
   ASSERT_TRUE(built.ok()) << built.error().what;
