@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <net/if.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -68,6 +69,17 @@ void close_other_descriptors(int failure_fd) {
   if (::syscall(SYS_close_range, static_cast<unsigned>(failure_fd + 1), UINT_MAX, 0U) != 0) {
     fail_child(failure_fd, errno, "close the inherited descriptors", "");
   }
+}
+
+// The kernel clears the parent-death signal whenever the credentials change, as the id
+// switch does under a root daemon; so it is set again. A parent that died in between has
+// closed its end of the failure pipe, which poll reports as POLLERR on ours.
+void die_with_parent_again(int failure_fd) {
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+    fail_child(failure_fd, errno, "ask to die with the parent", "");
+  }
+  pollfd descriptor{failure_fd, POLLOUT, 0};
+  if (::poll(&descriptor, 1, 0) < 0 || (descriptor.revents & (POLLERR | POLLHUP)) != 0) ::_exit(125);
 }
 
 void reset_signals() {
@@ -138,6 +150,7 @@ void run_sandbox_child(const ChildContext& context) {
   if (become_sandbox_identity(context.identity, &failed_step) != 0) {
     fail_child(failure_fd, errno, failed_step, "");
   }
+  die_with_parent_again(failure_fd);
   run_mount_plan(*context.mount_steps, failure_fd);
   if (context.hostname != nullptr) {
     for (std::size_t length = 0;; ++length) {
@@ -160,6 +173,7 @@ void run_sandbox_child(const ChildContext& context) {
   if (drop_privileges(context.identity, context.last_capability, &failed_step) != 0) {
     fail_child(failure_fd, errno, failed_step, "");
   }
+  die_with_parent_again(failure_fd);
   const char* failed_path = "";
   if (apply_landlock(*context.landlock, &failed_path) != 0) {
     fail_child(failure_fd, errno, "apply the landlock rules", failed_path);

@@ -41,15 +41,17 @@ std::vector<std::string> executable_candidates(const std::string& name,
   return candidates;
 }
 
-std::vector<ResourceLimit> plan_limits(const ResourceLimits& limits) {
+// With a cgroup, processes and memory are limited for the sandbox as a whole; the rlimits
+// would count per host uid (RLIMIT_NPROC) or per process (RLIMIT_AS) instead.
+std::vector<ResourceLimit> plan_limits(const ResourceLimits& limits, bool has_cgroup) {
   const auto both = [](std::uint64_t value) { return rlimit{value, value}; };
   std::vector<ResourceLimit> planned = {
-      {RLIMIT_NPROC, both(limits.processes)},
       {RLIMIT_NOFILE, both(limits.open_files)},
       {RLIMIT_FSIZE, both(limits.file_size_bytes)},
       {RLIMIT_CORE, both(0)},
   };
-  if (limits.memory_bytes) planned.push_back({RLIMIT_AS, both(*limits.memory_bytes)});
+  if (!has_cgroup) planned.push_back({RLIMIT_NPROC, both(limits.processes)});
+  if (!has_cgroup && limits.memory_bytes) planned.push_back({RLIMIT_AS, both(*limits.memory_bytes)});
   return planned;
 }
 
@@ -86,9 +88,10 @@ Error launch_error(const ChildFailure& failure) {
 }
 
 // clone3 gives a pidfd atomically with the child; clone is the fallback on kernels before 5.3.
-pid_t clone_child(unsigned long long flags, int* pidfd) {
+pid_t clone_child(unsigned long long flags, int* pidfd, int cgroup_fd) {
   clone_args arguments{};
-  arguments.flags = flags | CLONE_PIDFD;
+  arguments.flags = flags | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
+  if (cgroup_fd >= 0) arguments.cgroup = static_cast<std::uint64_t>(cgroup_fd);
   arguments.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
   arguments.exit_signal = SIGCHLD;
   const long pid = ::syscall(SYS_clone3, &arguments, sizeof arguments);
@@ -114,6 +117,12 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::ve
   const auto mount_steps = plan_mounts(spec);
   const auto landlock = plan_landlock(spec, kernel_landlock_abi());
   const auto candidates = executable_candidates(command.front(), spec.environment);
+  DESKD_ASSIGN_OR_RETURN(std::optional<SandboxCgroup> cgroup, create_sandbox_cgroup(spec.limits));
+  if (!cgroup && spec.limits.cpus) {
+    return Error::make(ErrorCode::unsupported,
+                       "The sandbox could not be set up: a CPU limit needs a delegated cgroup v2 subtree, "
+                       "and this host has none (see deskd doctor).");
+  }
   std::vector<std::string> environment = spec.environment;
   std::vector<std::string> arguments = command;
 
@@ -123,7 +132,7 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::ve
   context.mount_steps = &mount_steps;
   context.landlock = &landlock;
   context.seccomp = seccomp;
-  context.limits = plan_limits(spec.limits);
+  context.limits = plan_limits(spec.limits, cgroup.has_value());
   context.hostname = spec.hostname.c_str();
   context.bring_up_loopback = spec.network == NetworkMode::none;
   for (const auto& candidate : candidates) context.executable_candidates.push_back(candidate.c_str());
@@ -144,15 +153,28 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::ve
                              CLONE_NEWCGROUP;
   if (spec.network == NetworkMode::none) flags |= CLONE_NEWNET;
   int raw_pidfd = -1;
-  const pid_t pid = clone_child(flags, &raw_pidfd);
+  const int cgroup_fd = cgroup ? cgroup->directory_fd() : -1;
+  const pid_t pid = clone_child(flags, &raw_pidfd, cgroup_fd);
   if (pid < 0) {
     return Error::from_errno(errno, "The sandbox could not be set up: creating its namespaces (clone) failed");
   }
   if (pid == 0) run_sandbox_child(context);
 
-  SandboxedProcess process(pid, UniqueFd(raw_pidfd));
+  const bool placed_in_cgroup = raw_pidfd >= 0;  // clone3 took CLONE_INTO_CGROUP
+  const std::string cgroup_procs = cgroup ? cgroup->path() + "/cgroup.procs" : std::string();
+  SandboxedProcess process(pid, UniqueFd(raw_pidfd), std::move(cgroup));
   sync.read_end.reset();
   failures.write_end.reset();
+  if (!cgroup_procs.empty() && !placed_in_cgroup) {
+    // The clone fallback cannot place the child; it is placed before it is woken up.
+    const std::string text = std::to_string(pid);
+    UniqueFd procs(::open(cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!procs || ::write(procs.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      const int error_number = errno;
+      process.close();
+      return Error::from_errno(error_number, "The sandbox could not be set up: moving it into " + cgroup_procs + " failed");
+    }
+  }
   auto mapped = write_identity_maps(pid, context.identity);
   if (!mapped.ok()) {
     process.close();

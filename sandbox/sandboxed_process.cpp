@@ -14,6 +14,7 @@ namespace deskd::sandbox {
 SandboxedProcess::SandboxedProcess(SandboxedProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       pidfd_(std::move(other.pidfd_)),
+      cgroup_(std::move(other.cgroup_)),
       exit_status_(other.exit_status_) {}
 
 SandboxedProcess& SandboxedProcess::operator=(SandboxedProcess&& other) noexcept {
@@ -21,6 +22,7 @@ SandboxedProcess& SandboxedProcess::operator=(SandboxedProcess&& other) noexcept
     close();
     pid_ = std::exchange(other.pid_, -1);
     pidfd_ = std::move(other.pidfd_);
+    cgroup_ = std::move(other.cgroup_);
     exit_status_ = other.exit_status_;
   }
   return *this;
@@ -37,6 +39,7 @@ Result<std::optional<int>> SandboxedProcess::reap(bool block) {
   if (reaped == 0) return std::optional<int>();
   exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   pidfd_.reset();
+  cgroup_.reset();  // the pid namespace is gone; the cgroup kills any straggler and goes
   return exit_status_;
 }
 
@@ -65,6 +68,7 @@ Result<void> SandboxedProcess::signal(int signal_number) {
 void SandboxedProcess::close() {
   if (pid_ < 0 || exit_status_) return;
   (void)signal(SIGKILL);
+  if (cgroup_) cgroup_->kill_all();
   (void)reap(true);
 }
 

@@ -10,12 +10,14 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "sandbox/cgroup_limits.h"
 
 namespace deskd::sandbox {
 
 class SandboxedProcess {
  public:
-  SandboxedProcess(pid_t pid, UniqueFd pidfd) : pid_(pid), pidfd_(std::move(pidfd)) {}
+  SandboxedProcess(pid_t pid, UniqueFd pidfd, std::optional<SandboxCgroup> cgroup = std::nullopt)
+      : pid_(pid), pidfd_(std::move(pidfd)), cgroup_(std::move(cgroup)) {}
   SandboxedProcess(SandboxedProcess&& other) noexcept;
   SandboxedProcess& operator=(SandboxedProcess&& other) noexcept;
   SandboxedProcess(const SandboxedProcess&) = delete;
@@ -46,6 +48,7 @@ class SandboxedProcess {
   Result<std::optional<int>> reap(bool block);
   pid_t pid_ = -1;
   UniqueFd pidfd_;
+  std::optional<SandboxCgroup> cgroup_;  // destroyed (killed, removed) once the init is reaped
   std::optional<int> exit_status_;
 };
 
