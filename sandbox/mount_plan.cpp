@@ -112,6 +112,11 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
   steps.push_back(attributes(kNewRoot, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true,
                              "make the host's root read-only, nosuid and nodev"));
   steps.push_back(step(Operation::mount_proc, in_new_root("/proc"), "mount a new /proc"));
+  if (spec.network == NetworkMode::none) {
+    // The host's /sys names its network interfaces and their addresses; a sysfs mounted in
+    // the sandbox's own network namespace shows only `lo`.
+    steps.push_back(step(Operation::mount_sysfs, in_new_root("/sys"), "mount a read-only /sys of the sandbox's network"));
+  }
   plan_devices(spec, steps);
   steps.push_back(tmpfs(in_new_root("/tmp"),
                         "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes), kQuiet,
@@ -210,6 +215,8 @@ int carry_out(const MountStep& s) {
       return mask(target);
     case Operation::mount_proc:
       return ::mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+    case Operation::mount_sysfs:
+      return ::mount("sysfs", target, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
     case Operation::mount_devpts:
       return ::mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC,
                      "newinstance,ptmxmode=0666,mode=0620");
