@@ -43,32 +43,36 @@ int bring_up_loopback() {
   return result;
 }
 
-// Descriptors below 3 may be about to be overwritten by dup2; move them out of the way.
-void install_stdio(const ChildContext& context, int failure_fd) {
-  int sources[3];
-  for (int index = 0; index < 3; ++index) {
-    sources[index] = context.stdio[index];
-    if (sources[index] >= 0 && sources[index] < 3) {
-      sources[index] = ::fcntl(sources[index], F_DUPFD_CLOEXEC, 3);
-      if (sources[index] < 0) fail_child(failure_fd, errno, "move a standard stream aside", "");
+// Installs context.descriptors as 0, 1, 2, 3, ... and closes every other descriptor but
+// the failure pipe, so nothing of the daemon (sockets, journals, other desks' pipes) is
+// reachable from the sandbox. Returns the failure pipe's new number.
+int install_descriptors(const ChildContext& context, int failure_fd) {
+  const int count = static_cast<int>(context.descriptors.size());
+  // Anything that dup2 is about to overwrite is first moved above the targets.
+  int failure = ::fcntl(failure_fd, F_DUPFD_CLOEXEC, count);
+  if (failure < 0) fail_child(failure_fd, errno, "move the failure pipe aside", "");
+  int sources[64];
+  if (count > 64) fail_child(failure, EMFILE, "install the descriptors", "");
+  for (int index = 0; index < count; ++index) {
+    sources[index] = context.descriptors[static_cast<std::size_t>(index)];
+    if (sources[index] >= 0 && sources[index] < count) {
+      sources[index] = ::fcntl(sources[index], F_DUPFD_CLOEXEC, count);
+      if (sources[index] < 0) fail_child(failure, errno, "move a descriptor aside", "");
     }
   }
-  for (int index = 0; index < 3; ++index) {
-    if (sources[index] >= 0 && ::dup2(sources[index], index) < 0) {
-      fail_child(failure_fd, errno, "install the standard streams", "");
-    }
+  for (int index = 0; index < count; ++index) {
+    if (sources[index] < 0) continue;
+    if (::dup2(sources[index], index) < 0) fail_child(failure, errno, "install the descriptors", "");
   }
-}
-
-// Every descriptor but 0-2 and the failure pipe is closed, so nothing of the daemon
-// (sockets, journals, other desks' pipes) is reachable from the sandbox.
-void close_other_descriptors(int failure_fd) {
-  if (failure_fd > 3 && ::syscall(SYS_close_range, 3U, static_cast<unsigned>(failure_fd - 1), 0U) != 0) {
-    fail_child(failure_fd, errno, "close the inherited descriptors", "");
+  const unsigned first_free = static_cast<unsigned>(count < 3 ? 3 : count);
+  if (static_cast<unsigned>(failure) > first_free &&
+      ::syscall(SYS_close_range, first_free, static_cast<unsigned>(failure - 1), 0U) != 0) {
+    fail_child(failure, errno, "close the inherited descriptors", "");
   }
-  if (::syscall(SYS_close_range, static_cast<unsigned>(failure_fd + 1), UINT_MAX, 0U) != 0) {
-    fail_child(failure_fd, errno, "close the inherited descriptors", "");
+  if (::syscall(SYS_close_range, static_cast<unsigned>(failure + 1), UINT_MAX, 0U) != 0) {
+    fail_child(failure, errno, "close the inherited descriptors", "");
   }
+  return failure;
 }
 
 // The kernel clears the parent-death signal whenever the credentials change, as the id
@@ -105,8 +109,10 @@ void reset_signals() {
   fail_child(failure_fd, last_error, "execute the command", name, last_error == ENOENT ? 127 : 126);
 }
 
-[[noreturn]] void run_init(pid_t command, int failure_fd) {
-  ::close(failure_fd);
+[[noreturn]] void run_init(pid_t command) {
+  // The init needs no descriptor: holding the command's pipes would keep them open after
+  // the command's death.
+  ::syscall(SYS_close_range, 0U, UINT_MAX, 0U);
   command_pid = command;
   struct sigaction forward {};
   forward.sa_handler = forward_signal;
@@ -133,7 +139,7 @@ void reset_signals() {
 }  // namespace
 
 void run_sandbox_child(const ChildContext& context) {
-  const int failure_fd = context.failure_fd;
+  int failure_fd = context.failure_fd;
   const char* failed_step = "";
   // Die with the parent; the sync pipe below covers a parent that died before this line.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
@@ -168,8 +174,7 @@ void run_sandbox_child(const ChildContext& context) {
     }
   }
   if (::setsid() < 0) fail_child(failure_fd, errno, "start a new session", "");
-  install_stdio(context, failure_fd);
-  close_other_descriptors(failure_fd);
+  failure_fd = install_descriptors(context, failure_fd);
   if (drop_privileges(context.identity, context.last_capability, &failed_step) != 0) {
     fail_child(failure_fd, errno, failed_step, "");
   }
@@ -183,7 +188,7 @@ void run_sandbox_child(const ChildContext& context) {
   const pid_t command = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, 0));
   if (command < 0) fail_child(failure_fd, errno, "start the command", "");
   if (command == 0) execute_command(context, failure_fd);
-  run_init(command, failure_fd);
+  run_init(command);
 }
 
 }  // namespace deskd::sandbox

@@ -30,7 +30,8 @@ struct ResourceLimit {
 struct ChildContext {
   int sync_fd = -1;      ///< The parent writes one byte here once the id maps are written.
   int failure_fd = -1;   ///< ChildFailure records go here; close-on-exec.
-  int stdio[3] = {-1, -1, -1};  ///< Descriptors to install as 0, 1, 2; -1 keeps the current.
+  /// Descriptors to install as 0, 1, 2, 3, ...; -1 keeps the current one (only for 0-2).
+  std::vector<int> descriptors = {-1, -1, -1};
   IdentityPlan identity;
   int last_capability = 0;
   const std::vector<MountStep>* mount_steps = nullptr;

@@ -140,9 +140,11 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::ve
   context.argv.push_back(nullptr);
   for (auto& variable : environment) context.envp.push_back(variable.data());
   context.envp.push_back(nullptr);
-  context.stdio[0] = streams.input;
-  context.stdio[1] = streams.output;
-  context.stdio[2] = streams.error;
+  context.descriptors = {streams.input, streams.output, streams.error};
+  for (int fd : streams.extra) {
+    if (fd < 0) return Error::make(ErrorCode::invalid_argument, "An extra descriptor for the sandbox is invalid.");
+    context.descriptors.push_back(fd);
+  }
 
   DESKD_ASSIGN_OR_RETURN(Pipe sync, make_pipe("synchronisation"));
   DESKD_ASSIGN_OR_RETURN(Pipe failures, make_pipe("failure report"));

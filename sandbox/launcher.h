@@ -19,6 +19,9 @@ struct StandardStreams {
   int input = -1;
   int output = -1;
   int error = -1;
+  /// More descriptors for the command: extra[i] becomes descriptor 3 + i. Every other
+  /// descriptor is closed.
+  std::vector<int> extra = {};
 };
 
 /// Exit statuses a launch failure maps to, as `env` and shells use them.
