@@ -1,0 +1,30 @@
+#pragma once
+// The loop that runs inside the sandboxed bash (`bash -c`): it reads one command at a time
+// from its standard input as "<id>\0<command>\0", runs it with eval — in the shell itself,
+// so folders, variables, functions and aliases carry over — and reports "<id> <status>"
+// on descriptor 3.
+//
+// Why it is shaped like this:
+// - eval of a whole string: a syntax error, an unclosed quote or an unterminated heredoc is
+//   an error status from eval, not a shell waiting for more input or dying.
+// - the command reads /dev/null, and descriptor 3 is closed for it, so neither its output
+//   nor what it reads can touch the reports; the id is new for every command.
+// - the loop was parsed once, before any command ran, so `set -v` cannot echo it; `set -x`
+//   and `set -v` are switched off while the loop reports (with every trace of that switch
+//   sent to /dev/null) and switched back on inside the next eval, so traces show only the
+//   command's own lines. A DEBUG trap's output during the report also goes to /dev/null.
+
+#include <string_view>
+
+namespace deskd::tools {
+
+inline constexpr std::string_view kBashLoopScript =
+    "shopt -s expand_aliases\n"
+    "__deskd_flags=\n"
+    "while { IFS= read -r -d '' __deskd_id && IFS= read -r -d '' __deskd_command; } >/dev/null 2>&1; do\n"
+    "  eval \"${__deskd_flags:+set -$__deskd_flags;}$__deskd_command\" </dev/null 3>&-\n"
+    "  { __deskd_status=$?; __deskd_flags=${-//[^xv]/}; set +xv\n"
+    "    printf '%s %s\\n' \"$__deskd_id\" \"$__deskd_status\" >&3; } >/dev/null 2>&1\n"
+    "done\n";
+
+}  // namespace deskd::tools

@@ -1,0 +1,360 @@
+#include "runner/tools/bash_session.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <cstdio>
+#include <deque>
+
+#include "runner/tools/bash_loop.h"
+#include "runner/tools/output_collector.h"
+#include "sandbox/launcher.h"
+
+namespace deskd::tools {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using boost::system::error_code;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t kBackgroundLogCharacters = 4000;
+
+std::string random_hex(std::size_t bytes) {
+  unsigned char random[16] = {};
+  if (::getrandom(random, bytes, 0) != static_cast<ssize_t>(bytes)) {
+    for (std::size_t index = 0; index < bytes; ++index) random[index] = static_cast<unsigned char>(std::rand());
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text;
+  for (std::size_t index = 0; index < bytes; ++index) {
+    text += kHex[random[index] >> 4];
+    text += kHex[random[index] & 0x0F];
+  }
+  return text;
+}
+
+// Python's "{:g}", which the seed's message uses: 120 -> "120", 0.5 -> "0.5".
+std::string python_g(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
+}
+
+// shlex.quote: one single-quoted word, with every ' spelled '"'"'.
+std::string shell_quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) {
+    if (c == '\'') quoted += "'\"'\"'";
+    else quoted += c;
+  }
+  return quoted + "'";
+}
+
+bool is_job_id(const std::string& text) {
+  if (text.size() != 8) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Everything of a session lives here, shared with the coroutines that use it, so that a
+// coroutine still suspended when the BashSession goes away finds valid memory.
+struct BashSession::State {
+  State(asio::any_io_executor executor_in, sandbox::SandboxSpec spec_in, double timeout, std::size_t maximum)
+      : executor(std::move(executor_in)), spec(std::move(spec_in)), timeout_seconds(timeout), collector(maximum) {}
+
+  asio::any_io_executor executor;
+  sandbox::SandboxSpec spec;
+  double timeout_seconds;
+  OutputCollector collector;
+  bool closed = false;
+
+  std::optional<sandbox::SandboxedProcess> process;
+  std::optional<asio::posix::stream_descriptor> input;    // -> bash's fd 0: the commands
+  std::optional<asio::posix::stream_descriptor> output;   // <- bash's fds 1 and 2
+  std::optional<asio::posix::stream_descriptor> reports;  // <- bash's fd 3: "<id> <status>"
+  std::optional<asio::posix::stream_descriptor> exits;    // the init's pidfd
+  std::string report_buffer;
+  bool output_ended = false;
+
+  // A first-come, first-served lock: parallel calls run one after another, in order.
+  bool busy = false;
+  std::deque<std::shared_ptr<asio::steady_timer>> waiting;
+
+  awaitable<void> lock();
+  void unlock();
+  Result<void> start();
+  void stop();
+  bool drain_output();
+  enum class Report { none, finished, ended };
+  Report read_reports(const std::string& id, int& status);
+  awaitable<CommandOutcome> run_locked(const std::string& command);
+  awaitable<CommandOutcome> finish_after_death();
+};
+
+awaitable<void> BashSession::State::lock() {
+  if (!busy) {
+    busy = true;
+    co_return;
+  }
+  auto turn = std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+  waiting.push_back(turn);
+  co_await turn->async_wait(kAwait);  // unlock() cancels it: our turn, with the lock held
+}
+
+void BashSession::State::unlock() {
+  if (waiting.empty()) {
+    busy = false;
+    return;
+  }
+  auto next = std::move(waiting.front());
+  waiting.pop_front();
+  next->cancel();
+}
+
+namespace {
+
+// Waits until `descriptor` is readable; a null descriptor never is (until cancelled).
+awaitable<std::tuple<error_code>> wait_readable(asio::posix::stream_descriptor* descriptor) {
+  if (descriptor != nullptr) {
+    co_return co_await descriptor->async_wait(asio::posix::descriptor_base::wait_read, kAwait);
+  }
+  asio::steady_timer never(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+  co_return co_await never.async_wait(kAwait);
+}
+
+}  // namespace
+
+Result<void> BashSession::State::start() {
+  int input_pipe[2], output_pipe[2], report_pipe[2];
+  if (::pipe2(input_pipe, O_CLOEXEC) != 0) return Error::from_errno(errno, "Creating the terminal's input pipe failed");
+  UniqueFd input_read(input_pipe[0]), input_write(input_pipe[1]);
+  if (::pipe2(output_pipe, O_CLOEXEC) != 0) return Error::from_errno(errno, "Creating the terminal's output pipe failed");
+  UniqueFd output_read(output_pipe[0]), output_write(output_pipe[1]);
+  if (::pipe2(report_pipe, O_CLOEXEC) != 0) return Error::from_errno(errno, "Creating the terminal's report pipe failed");
+  UniqueFd report_read(report_pipe[0]), report_write(report_pipe[1]);
+
+  sandbox::StandardStreams streams{input_read.get(), output_write.get(), output_write.get(), {report_write.get()}};
+  const std::vector<std::string> command = {"/bin/bash", "--noprofile", "--norc", "-c", std::string(kBashLoopScript)};
+  DESKD_ASSIGN_OR_RETURN(auto launched, sandbox::launch_sandboxed(spec, command, streams));
+  process.emplace(std::move(launched));
+  const int pidfd = process->pidfd() >= 0 ? ::fcntl(process->pidfd(), F_DUPFD_CLOEXEC, 0) : -1;
+  input.emplace(executor, input_write.release());
+  output.emplace(executor, output_read.release());
+  reports.emplace(executor, report_read.release());
+  if (pidfd >= 0) exits.emplace(executor, pidfd);
+  input->non_blocking(true);
+  output->non_blocking(true);
+  reports->non_blocking(true);
+  report_buffer.clear();
+  output_ended = false;
+  return success();
+}
+
+void BashSession::State::stop() {
+  if (process) process->close();  // kills every process of the sandbox, background jobs too
+  process.reset();
+  input.reset();
+  output.reset();
+  reports.reset();
+  exits.reset();
+  report_buffer.clear();
+}
+
+// Reads what is waiting in the output pipe without blocking; false once it has ended.
+bool BashSession::State::drain_output() {
+  if (!output || output_ended) return false;
+  char buffer[65536];
+  for (;;) {
+    error_code error;
+    const std::size_t count = output->read_some(asio::buffer(buffer), error);
+    if (error == asio::error::would_block || error == asio::error::try_again) return true;
+    if (error || count == 0) {
+      output_ended = true;
+      return false;
+    }
+    collector.append({buffer, count});
+  }
+}
+
+BashSession::State::Report BashSession::State::read_reports(const std::string& id, int& status) {
+  if (!reports) return Report::ended;
+  char buffer[4096];
+  bool ended = false;
+  for (;;) {
+    error_code error;
+    const std::size_t count = reports->read_some(asio::buffer(buffer), error);
+    if (error == asio::error::would_block || error == asio::error::try_again) break;
+    if (error || count == 0) {
+      ended = true;
+      break;
+    }
+    report_buffer.append(buffer, count);
+  }
+  for (std::size_t newline; (newline = report_buffer.find('\n')) != std::string::npos;) {
+    const std::string line = report_buffer.substr(0, newline);
+    report_buffer.erase(0, newline + 1);
+    // A report for an earlier command (one that timed out cannot report: its bash is gone)
+    // or anything else that is not ours is ignored.
+    if (line.size() > id.size() + 1 && line.compare(0, id.size(), id) == 0 && line[id.size()] == ' ') {
+      status = std::atoi(line.c_str() + id.size() + 1);
+      return Report::finished;
+    }
+  }
+  return ended ? Report::ended : Report::none;
+}
+
+awaitable<CommandOutcome> BashSession::State::finish_after_death() {
+  // bash is gone, so the init has ended and with it every process of the sandbox; the
+  // output pipe closes once the last of them is gone. Collect what is left, briefly.
+  asio::steady_timer grace(executor, std::chrono::seconds(1));
+  while (drain_output()) {
+    auto result = co_await (wait_readable(&*output) || grace.async_wait(kAwait));
+    if (result.index() == 1) break;
+  }
+  std::optional<int> status;
+  if (process) {
+    auto waited = process->wait();
+    if (waited.ok()) status = *waited;
+  }
+  stop();
+  collector.finish();
+  std::string text = collector.text();
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  text += "The terminal ended with this command, so the next command starts a fresh one; the folder and "
+          "variables are reset.";
+  co_return CommandOutcome{std::move(text), status, collector.truncated()};
+}
+
+awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& command) {
+  if (closed) co_return CommandOutcome{"The terminal is closed: the desk has stopped.", std::nullopt, false};
+  if (command.find('\0') != std::string::npos) {
+    co_return CommandOutcome{"The command contains a NUL byte, which bash cannot take.", std::nullopt, false};
+  }
+  collector.reset();
+  const std::string id = random_hex(16);
+  const std::string frame = id + '\0' + command + '\0';
+  // A bash that died between commands (out of memory, say) is noticed here: start afresh.
+  for (int attempt = 0;; ++attempt) {
+    if (!process) {
+      auto started = start();
+      if (!started.ok()) {
+        co_return CommandOutcome{"The terminal could not start: " + started.error().what, std::nullopt, false};
+      }
+    }
+    auto [error, written] = co_await asio::async_write(*input, asio::buffer(frame), kAwait);
+    if (!error) break;
+    stop();
+    if (attempt == 1 || closed) {
+      co_return CommandOutcome{closed ? "The terminal is closed: the desk has stopped."
+                                      : "The terminal could not take the command: " + error.message() + ".",
+                               std::nullopt, false};
+    }
+  }
+
+  asio::steady_timer deadline(executor, std::chrono::duration_cast<asio::steady_timer::duration>(
+                                            std::chrono::duration<double>(timeout_seconds)));
+  for (;;) {
+    int status = 0;
+    const bool output_open = drain_output();
+    const Report report = read_reports(id, status);
+    if (report == Report::finished) {
+      drain_output();  // everything the command wrote is in the pipe before its report
+      collector.finish();
+      co_return CommandOutcome{collector.text(), status, collector.truncated()};
+    }
+    if (closed) co_return CommandOutcome{"The terminal is closed: the desk has stopped.", std::nullopt, false};
+    if (report == Report::ended) co_return co_await finish_after_death();
+
+    // Readiness waits only: a cancelled wait never loses data, unlike a cancelled read.
+    auto woken = co_await (wait_readable(output_open ? &*output : nullptr) || wait_readable(&*reports) ||
+                           deadline.async_wait(kAwait) || wait_readable(exits ? &*exits : nullptr));
+    if (woken.index() == 2 && !std::get<0>(std::get<2>(woken))) {
+      drain_output();
+      stop();
+      collector.finish();
+      std::string text = "The command did not finish within " + python_g(timeout_seconds) +
+                         " seconds. The terminal was restarted, so the folder and variables are reset; use "
+                         "bash_background for long commands.";
+      const std::string printed = collector.text();
+      if (!printed.empty()) text += "\n" + printed;
+      co_return CommandOutcome{std::move(text), std::nullopt, collector.truncated()};
+    }
+    if (woken.index() == 3 && !std::get<0>(std::get<3>(woken))) {
+      // The init ended (bash died, or the sandbox was killed from outside).
+      drain_output();
+      if (read_reports(id, status) == Report::finished) {
+        collector.finish();
+        co_return CommandOutcome{collector.text(), status, collector.truncated()};
+      }
+      co_return co_await finish_after_death();
+    }
+  }
+}
+
+BashSession::BashSession(asio::any_io_executor executor, sandbox::SandboxSpec spec, double timeout_seconds,
+                         std::size_t maximum_output_characters)
+    : state_(std::make_shared<State>(std::move(executor), std::move(spec), timeout_seconds, maximum_output_characters)) {}
+
+BashSession::~BashSession() {
+  state_->closed = true;
+  state_->stop();
+}
+
+double BashSession::timeout_seconds() const { return state_->timeout_seconds; }
+
+awaitable<CommandOutcome> BashSession::run(std::string command) {
+  auto state = state_;
+  co_await state->lock();
+  CommandOutcome outcome;
+  try {
+    outcome = co_await state->run_locked(command);
+  } catch (const std::exception& error) {
+    state->stop();
+    outcome = CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false};
+  }
+  state->unlock();
+  co_return outcome;
+}
+
+awaitable<BackgroundStart> BashSession::run_in_background(std::string command) {
+  const std::string job_id = random_hex(4);
+  const std::string folder = shell_quote((state_->spec.confinement.desk_directory() / "scratch" / "background-jobs").native());
+  CommandOutcome start = co_await run("mkdir -p " + folder + " && (nohup bash -c " + shell_quote(command) + " > " +
+                                      folder + "/" + job_id + ".log 2>&1 & echo $! > " + folder + "/" + job_id + ".pid)");
+  co_return BackgroundStart{job_id, std::move(start)};
+}
+
+awaitable<CommandOutcome> BashSession::check_background(std::string job_id) {
+  if (!is_job_id(job_id)) co_return CommandOutcome{"no such job: " + job_id, 0, false};
+  const std::string folder = shell_quote((state_->spec.confinement.desk_directory() / "scratch" / "background-jobs").native());
+  co_return co_await run("if [ ! -f " + folder + "/" + job_id + ".pid ]; then echo \"no such job: " + job_id +
+                         "\"; else\n  if kill -0 \"$(cat " + folder + "/" + job_id +
+                         ".pid)\" 2>/dev/null; then echo running; else echo finished; fi\n  tail -c " +
+                         std::to_string(kBackgroundLogCharacters) + " " + folder + "/" + job_id + ".log\nfi");
+}
+
+awaitable<void> BashSession::restart() {
+  auto state = state_;
+  co_await state->lock();
+  state->stop();
+  state->unlock();
+}
+
+awaitable<void> BashSession::close() {
+  // Not behind the lock: a running command is ended at once, and reports "closed".
+  state_->closed = true;
+  state_->stop();
+  co_return;
+}
+
+}  // namespace deskd::tools

@@ -1,0 +1,42 @@
+#pragma once
+// A desk tool: what a model can call. Each has a name, a description written for a model,
+// a JSON Schema for its input, and an asynchronous call that returns text and an error
+// flag. Nothing a caller sends may throw out of call(): bad input is an error result.
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/fwd.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace deskd::tools {
+
+/// What one tool call produced.
+struct ToolResult {
+  std::string text;                ///< What the model reads.
+  bool is_error = false;           ///< The call failed or was refused; `text` says why.
+  std::optional<int> exit_status;  ///< For bash: the command's status, empty when it had none.
+  bool truncated = false;          ///< Output was left out because it was too long.
+
+  static ToolResult success(std::string text) { return ToolResult{std::move(text), false, std::nullopt, false}; }
+  static ToolResult failure(std::string text) { return ToolResult{std::move(text), true, std::nullopt, false}; }
+};
+
+/// One tool of a desk.
+class Tool {
+ public:
+  virtual ~Tool() = default;
+  /// A stable identifier such as "read_file" ([a-z_]+).
+  virtual std::string_view name() const = 0;
+  /// What the tool does and when to use it, for a model.
+  virtual std::string_view description() const = 0;
+  /// A JSON Schema ("type": "object") describing the input, as JSON text.
+  virtual std::string_view input_schema() const = 0;
+  /// Runs the tool. Never throws; bad input gives an error result naming the problem.
+  virtual boost::asio::awaitable<ToolResult> call(const boost::json::object& input) = 0;
+  /// Releases what the tool holds (the bash session); later calls fail with a clear result.
+  virtual boost::asio::awaitable<void> close();
+};
+
+}  // namespace deskd::tools

@@ -1,0 +1,31 @@
+#pragma once
+// ToolRegistry: a desk's tools, found by name; closing it closes them (the bash session).
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "runner/tools/tool.h"
+
+namespace deskd::tools {
+
+class ToolRegistry {
+ public:
+  /// Adds a tool; a second tool with the same name replaces nothing and is refused (false).
+  bool add(std::unique_ptr<Tool> tool);
+  /// The tool called `name`, or nullptr.
+  Tool* find(std::string_view name) const;
+  /// Every tool, in the order added.
+  const std::vector<std::unique_ptr<Tool>>& tools() const { return tools_; }
+  /// Calls the tool `name`; an unknown name gives an error result listing the known ones.
+  boost::asio::awaitable<ToolResult> call(std::string_view name, const boost::json::object& input);
+  /// Closes every tool. Calls after this get an error result.
+  boost::asio::awaitable<void> close();
+  bool closed() const { return closed_; }
+
+ private:
+  std::vector<std::unique_ptr<Tool>> tools_;
+  bool closed_ = false;
+};
+
+}  // namespace deskd::tools
