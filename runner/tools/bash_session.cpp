@@ -87,8 +87,13 @@ struct BashSession::State {
   bool output_ended = false;
 
   // A first-come, first-served lock: parallel calls run one after another, in order.
+  struct Waiter {
+    explicit Waiter(const asio::any_io_executor& executor) : turn(executor, asio::steady_timer::time_point::max()) {}
+    asio::steady_timer turn;
+    bool granted = false;  // set by unlock(); a wake-up without it is a cancellation
+  };
   bool busy = false;
-  std::deque<std::shared_ptr<asio::steady_timer>> waiting;
+  std::deque<std::shared_ptr<Waiter>> waiting;
 
   awaitable<void> lock();
   void unlock();
@@ -106,9 +111,14 @@ awaitable<void> BashSession::State::lock() {
     busy = true;
     co_return;
   }
-  auto turn = std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
-  waiting.push_back(turn);
-  co_await turn->async_wait(kAwait);  // unlock() cancels it: our turn, with the lock held
+  auto waiter = std::make_shared<Waiter>(executor);
+  waiting.push_back(waiter);
+  co_await waiter->turn.async_wait(kAwait);
+  if (!waiter->granted) {
+    // The caller was cancelled (a /stop) while waiting for its turn: leave the line.
+    std::erase(waiting, waiter);
+    throw boost::system::system_error(asio::error::operation_aborted);
+  }
 }
 
 void BashSession::State::unlock() {
@@ -118,7 +128,8 @@ void BashSession::State::unlock() {
   }
   auto next = std::move(waiting.front());
   waiting.pop_front();
-  next->cancel();
+  next->granted = true;  // the lock passes straight to it
+  next->turn.cancel();
 }
 
 namespace {
@@ -278,6 +289,9 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
     // Readiness waits only: a cancelled wait never loses data, unlike a cancelled read.
     auto woken = co_await (wait_readable(output_open ? &*output : nullptr) || wait_readable(&*reports) ||
                            deadline.async_wait(kAwait) || wait_readable(exits ? &*exits : nullptr));
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+      throw boost::system::system_error(asio::error::operation_aborted);
+    }
     if (woken.index() == 2 && !std::get<0>(std::get<2>(woken))) {
       drain_output();
       stop();
@@ -316,13 +330,24 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
   auto state = state_;
   co_await state->lock();
   CommandOutcome outcome;
+  std::exception_ptr cancelled;
   try {
     outcome = co_await state->run_locked(command);
+  } catch (const boost::system::system_error& error) {
+    // Cancelled (a /stop): the command may still be running, so the terminal is stopped
+    // and the cancellation goes on to the caller.
+    state->stop();
+    if (error.code() == asio::error::operation_aborted) {
+      cancelled = std::current_exception();
+    } else {
+      outcome = CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false};
+    }
   } catch (const std::exception& error) {
     state->stop();
     outcome = CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false};
   }
   state->unlock();
+  if (cancelled) std::rethrow_exception(cancelled);
   co_return outcome;
 }
 

@@ -241,6 +241,28 @@ TEST_F(BashSessionTest, CloseIsFinal) {
   EXPECT_THAT(outcome.output, HasSubstr("closed"));
 }
 
+// A /stop cancels the coroutine that runs a command: it ends at once, the command with it,
+// and the next command finds a working terminal.
+TEST_F(BashSessionTest, CancellationEndsTheCommandAtOnce) {
+  asio::cancellation_signal stop;
+  std::exception_ptr ended;
+  bool finished = false;
+  asio::co_spawn(context_, session_->run("sleep 30"),
+                 asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr error, CommandOutcome) {
+                   ended = error;
+                   finished = true;
+                 }));
+  asio::steady_timer later(context_, std::chrono::milliseconds(200));
+  later.async_wait([&](boost::system::error_code) { stop.emit(asio::cancellation_type::terminal); });
+  const auto started = std::chrono::steady_clock::now();
+  context_.restart();
+  context_.run();
+  EXPECT_TRUE(finished);
+  EXPECT_TRUE(ended != nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  EXPECT_EQ(run("echo alive").output, "alive\n");
+}
+
 TEST_F(BashSessionTest, SandboxThatCannotStartIsAnOutcome) {
   auto spec = *spec_;
   spec.working_directory = root_ / "missing";
