@@ -17,6 +17,13 @@
 namespace deskd::sandbox {
 namespace {
 
+// Raw system calls, not glibc's wrappers: in a multithreaded process glibc's setgroups and
+// setres[ug]id signal every other thread to change its ids too and wait for them — in the
+// cloned child those threads do not exist, and the wait never ends.
+int raw_setgroups_empty() { return static_cast<int>(::syscall(SYS_setgroups, 0, nullptr)); }
+int raw_setresgid(gid_t gid) { return static_cast<int>(::syscall(SYS_setresgid, gid, gid, gid)); }
+int raw_setresuid(uid_t uid) { return static_cast<int>(::syscall(SYS_setresuid, uid, uid, uid)); }
+
 Result<void> write_proc_file(pid_t child, const char* name, const std::string& text) {
   const std::string path = "/proc/" + std::to_string(child) + "/" + name;
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
@@ -56,10 +63,10 @@ int become_sandbox_identity(const IdentityPlan& plan, const char** failed_step) 
     *failed_step = step;
     return -1;
   };
-  if (plan.may_set_groups && ::setgroups(0, nullptr) != 0) return fail("drop the supplementary groups");
+  if (plan.may_set_groups && raw_setgroups_empty() != 0) return fail("drop the supplementary groups");
   if (::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) return fail("keep capabilities across the id switch");
-  if (::setresgid(plan.gid, plan.gid, plan.gid) != 0) return fail("switch to the sandbox's gid");
-  if (::setresuid(plan.uid, plan.uid, plan.uid) != 0) return fail("switch to the sandbox's uid");
+  if (raw_setresgid(plan.gid) != 0) return fail("switch to the sandbox's gid");
+  if (raw_setresuid(plan.uid) != 0) return fail("switch to the sandbox's uid");
   // A uid switch may clear the effective set (it keeps the permitted one under KEEPCAPS);
   // raise the effective set back to the permitted one for the mount steps.
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
@@ -89,9 +96,9 @@ int drop_privileges(const IdentityPlan& plan, int last_capability_number, const 
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
     return fail("clear the ambient capabilities");
   }
-  if (plan.may_set_groups && ::setgroups(0, nullptr) != 0) return fail("drop the supplementary groups");
-  if (::setresgid(plan.gid, plan.gid, plan.gid) != 0) return fail("switch to the sandbox's gid");
-  if (::setresuid(plan.uid, plan.uid, plan.uid) != 0) return fail("switch to the sandbox's uid");
+  if (plan.may_set_groups && raw_setgroups_empty() != 0) return fail("drop the supplementary groups");
+  if (raw_setresgid(plan.gid) != 0) return fail("switch to the sandbox's gid");
+  if (raw_setresuid(plan.uid) != 0) return fail("switch to the sandbox's uid");
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
   if (::syscall(SYS_capset, &header, data) != 0) return fail("empty the capability sets");
