@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "runner/app/doctor_command.h"
+#include "runner/app/mcp_command.h"
 #include "runner/app/policy_command.h"
 #include "runner/app/sandbox_command.h"
+#include "runner/app/shell_command.h"
 
 namespace {
 
@@ -18,8 +20,10 @@ constexpr const char* kUsage =
     "\n"
     "Commands:\n"
     "  doctor     say which isolation this host supports, and how to fix what is missing\n"
+    "  mcp        serve a desk's tools as a Model Context Protocol server on stdio\n"
     "  policy     answer what a desk's file tools may read or write\n"
     "  sandbox    run a command once in a desk's sandbox\n"
+    "  shell      type commands into a desk's sandboxed bash (or call its tools as JSON)\n"
     "\n"
     "Options:\n"
     "  -h, --help     show this help\n"
@@ -48,6 +52,8 @@ int main(int argc, char** argv) {
   if (command == "doctor") return deskd::app::run_doctor_command(rest);
   if (command == "policy") return deskd::app::run_policy_command(rest);
   if (command == "sandbox") return deskd::app::run_sandbox_command(rest);
+  if (command == "shell") return deskd::app::run_shell_command(rest);
+  if (command == "mcp") return deskd::app::run_mcp_command(rest);
   std::fprintf(stderr, "deskd: unknown command '%.*s'\n\n%s", static_cast<int>(command.size()),
                command.data(), kUsage);
   return 2;

@@ -7,19 +7,18 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
-#include "policy/confinement.h"
-#include "runner/app/cli_values.h"
-#include "sandbox/desk_preparation.h"
+#include "runner/app/sandbox_options.h"
 #include "sandbox/launcher.h"
 #include "sandbox/seccomp_profile.h"
 
 namespace deskd::app {
 
-const char* const kSandboxUsage =
+namespace {
+
+const char* const kUsageHead =
     "usage: deskd sandbox [OPTIONS] -- CMD [ARG]...\n"
     "       deskd sandbox --print-seccomp\n"
     "\n"
@@ -30,20 +29,17 @@ const char* const kSandboxUsage =
     "\n"
     "  --desk DIR          the desk folder (default: the current folder; when given, its\n"
     "                      missing writable places are created and, when deskd runs as\n"
-    "                      root, handed to the sandbox's uid)\n"
-    "  --hide PATH         hide a file or folder from the sandbox (repeatable)\n"
-    "  --net none|host     no network but loopback (default), or the host's network\n"
-    "  --memory SIZE       memory limit, e.g. 512M (address space without cgroups)\n"
-    "  --pids N            process limit (default 1024)\n"
-    "  --file-size SIZE    largest file the sandbox may write (default 4G)\n"
-    "  --open-files N      open file limit (default 1024)\n"
-    "  --uid N --gid N     host ids of the sandbox when deskd runs as root (default 65534)\n"
-    "  --hostname NAME     hostname inside (default deskd)\n"
-    "  --env NAME          copy the variable NAME from deskd's environment (repeatable)\n"
+    "                      root, handed to the sandbox's uid)\n";
+
+const char* const kUsageTail =
     "  --print-seccomp     print the seccomp profile and exit\n"
     "\n"
     "Exit status: the command's (128+N if killed by signal N); 125 if the sandbox cannot be\n"
     "set up; 126 if CMD cannot be executed; 127 if CMD is not found; 2 for bad usage.\n";
+
+}  // namespace
+
+std::string sandbox_usage() { return std::string(kUsageHead) + kSandboxOptionsHelp + kUsageTail; }
 
 namespace {
 
@@ -80,13 +76,8 @@ int supervise(sandbox::SandboxedProcess& process, int signal_fd) {
 }  // namespace
 
 int run_sandbox_command(std::span<const std::string_view> arguments) {
-  std::optional<std::filesystem::path> desk_directory;
-  std::vector<std::filesystem::path> hidden_paths;
+  SandboxOptions options;
   std::vector<std::string> command;
-  std::vector<std::string> variables;
-  std::optional<sandbox::NetworkMode> network;
-  std::optional<std::uint64_t> memory, pids, file_size, open_files, uid, gid;
-  std::optional<std::string> hostname;
 
   for (std::size_t index = 0; index < arguments.size(); ++index) {
     const std::string_view argument = arguments[index];
@@ -95,7 +86,7 @@ int run_sandbox_command(std::span<const std::string_view> arguments) {
       break;
     }
     if (argument == "--help" || argument == "-h") {
-      std::fputs(kSandboxUsage, stdout);
+      std::fputs(sandbox_usage().c_str(), stdout);
       return 0;
     }
     if (argument == "--print-seccomp") {
@@ -106,54 +97,14 @@ int run_sandbox_command(std::span<const std::string_view> arguments) {
       command.assign(arguments.begin() + static_cast<std::ptrdiff_t>(index), arguments.end());
       break;
     }
-    if (index + 1 >= arguments.size()) return usage_error(std::string(argument) + " needs a value.");
-    const std::string_view value = arguments[++index];
-    const auto parsed_size = [&](std::optional<std::uint64_t>& into, bool size) {
-      into = size ? parse_byte_size(value) : parse_count(value);
-      return into.has_value();
-    };
-    if (argument == "--desk") desk_directory = std::filesystem::path(std::string(value));
-    else if (argument == "--hide") hidden_paths.emplace_back(std::filesystem::absolute(std::string(value)));
-    else if (argument == "--env") variables.emplace_back(value);
-    else if (argument == "--hostname") hostname = std::string(value);
-    else if (argument == "--net") {
-      if (value == "none") network = sandbox::NetworkMode::none;
-      else if (value == "host") network = sandbox::NetworkMode::host;
-      else return usage_error("--net must be none or host, not '" + std::string(value) + "'.");
-    } else if (argument == "--memory" || argument == "--file-size") {
-      if (!parsed_size(argument == "--memory" ? memory : file_size, true)) {
-        return usage_error(std::string(argument) + " needs a size such as 512M, not '" + std::string(value) + "'.");
-      }
-    } else if (argument == "--pids" || argument == "--open-files" || argument == "--uid" || argument == "--gid") {
-      auto& into = argument == "--pids" ? pids : argument == "--open-files" ? open_files : argument == "--uid" ? uid : gid;
-      if (!parsed_size(into, false)) {
-        return usage_error(std::string(argument) + " needs a number, not '" + std::string(value) + "'.");
-      }
-    } else {
-      return usage_error("unknown option " + std::string(argument) + ".");
-    }
+    auto taken = take_sandbox_option(arguments, index, options);
+    if (!taken.ok()) return usage_error(taken.error().what);
+    if (!*taken) return usage_error("unknown option " + std::string(argument) + ".");
   }
   if (command.empty()) return usage_error("no command given; put it after --.");
 
-  std::error_code error;
-  const auto desk = desk_directory.value_or(std::filesystem::current_path(error));
-  auto confinement = policy::Confinement::create(desk, hidden_paths);
-  if (!confinement.ok()) return setup_error(confinement.error().what);
-  sandbox::SandboxSpecBuilder builder(*confinement);
-  if (network) builder.network(*network);
-  if (memory) builder.memory_limit(*memory);
-  if (pids) builder.process_limit(*pids);
-  if (file_size) builder.file_size_limit(*file_size);
-  if (open_files) builder.open_files_limit(*open_files);
-  if (uid || gid) builder.run_as(static_cast<uid_t>(uid.value_or(65534)), static_cast<gid_t>(gid.value_or(65534)));
-  if (hostname) builder.hostname(*hostname);
-  for (const auto& name : variables) builder.allow_environment_variable(name);
-  auto spec = builder.build();
+  auto spec = build_sandbox_spec(options);
   if (!spec.ok()) return setup_error(spec.error().what);
-  if (desk_directory) {
-    auto prepared = sandbox::prepare_desk_for_sandbox(*spec);
-    if (!prepared.ok()) return setup_error(prepared.error().what);
-  }
 
   // Signals wait in a signalfd from before the launch, so none is lost in between.
   sigset_t forwarded;

@@ -1,0 +1,55 @@
+#include "runner/tools/tool_registry.h"
+
+#include <boost/json/object.hpp>
+
+#include <exception>
+#include <string>
+
+namespace deskd::tools {
+
+bool ToolRegistry::add(std::unique_ptr<Tool> tool) {
+  if (tool == nullptr || find(tool->name()) != nullptr) return false;
+  tools_.push_back(std::move(tool));
+  return true;
+}
+
+Tool* ToolRegistry::find(std::string_view name) const {
+  for (const auto& tool : tools_) {
+    if (tool->name() == name) return tool.get();
+  }
+  return nullptr;
+}
+
+boost::asio::awaitable<ToolResult> ToolRegistry::call(std::string_view name, const boost::json::object& input) {
+  if (closed_) co_return ToolResult::failure("The tools are closed: the desk has stopped.");
+  Tool* tool = find(name);
+  if (tool == nullptr) {
+    std::string known;
+    for (const auto& each : tools_) known += (known.empty() ? "" : ", ") + std::string(each->name());
+    // The name is the caller's; keep a hostile one from flooding the reply.
+    const std::string shown(name.substr(0, 100));
+    co_return ToolResult::failure("There is no tool called '" + shown + "'. The tools are: " +
+                                  (known.empty() ? "none" : known) + ".");
+  }
+  // Tools promise not to throw; this keeps one that breaks the promise from taking the
+  // caller (a desk's turn, the MCP server) down with it.
+  try {
+    co_return co_await tool->call(input);
+  } catch (const std::exception& error) {
+    co_return ToolResult::failure(std::string(tool->name()) + " failed: " + error.what());
+  }
+}
+
+boost::asio::awaitable<void> ToolRegistry::close() {
+  if (closed_) co_return;
+  closed_ = true;
+  for (const auto& tool : tools_) {
+    try {
+      co_await tool->close();
+    } catch (const std::exception&) {
+      // Closing goes on: the other tools must still release what they hold.
+    }
+  }
+}
+
+}  // namespace deskd::tools

@@ -1,0 +1,119 @@
+#include "runner/app/desk_tool_options.h"
+
+#include <signal.h>
+
+#include <boost/asio.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "base/clock.h"
+#include "runner/app/cli_values.h"
+#include "runner/tools/proposal_store.h"
+
+namespace deskd::app {
+
+const char* const kDeskToolOptionsHelp =
+    "  --desk DIR          the desk folder (required); its missing writable places are\n"
+    "                      created and, when deskd runs as root, handed to the sandbox's uid\n"
+    "  --timeout SECONDS   how long one bash command may run (default 120)\n"
+    "  --max-output CHARS  how much of a command's output is kept (default 20000)\n"
+    "  --proposals DIR     where propose_file_change stores proposals, outside the desk's\n"
+    "                      writable places (default: none, and the tool refuses)\n";
+
+namespace {
+
+Error usage(std::string message) { return Error::make(ErrorCode::invalid_argument, std::move(message)); }
+
+std::optional<double> parse_seconds(std::string_view text) {
+  const std::string copy(text);
+  char* end = nullptr;
+  const double seconds = std::strtod(copy.c_str(), &end);
+  if (copy.empty() || end != copy.c_str() + copy.size() || !std::isfinite(seconds) || seconds <= 0) {
+    return std::nullopt;
+  }
+  return seconds;
+}
+
+}  // namespace
+
+Result<bool> take_desk_tool_option(std::span<const std::string_view> arguments, std::size_t& index,
+                                   DeskToolOptions& options) {
+  DESKD_ASSIGN_OR_RETURN(const bool taken, take_sandbox_option(arguments, index, options.sandbox));
+  if (taken) return true;
+  const std::string_view argument = arguments[index];
+  if (argument != "--timeout" && argument != "--max-output" && argument != "--proposals") return false;
+  if (index + 1 >= arguments.size()) return usage(std::string(argument) + " needs a value.");
+  const std::string_view value = arguments[++index];
+  if (argument == "--timeout") {
+    auto seconds = parse_seconds(value);
+    if (!seconds) return usage("--timeout needs a number of seconds above 0, not '" + std::string(value) + "'.");
+    options.timeout_seconds = *seconds;
+  } else if (argument == "--max-output") {
+    auto characters = parse_count(value);
+    if (!characters || *characters == 0) {
+      return usage("--max-output needs a number of characters above 0, not '" + std::string(value) + "'.");
+    }
+    options.maximum_output_characters = static_cast<std::size_t>(*characters);
+  } else {
+    options.proposals_folder = std::filesystem::absolute(std::string(value));
+  }
+  return true;
+}
+
+Result<tools::DeskToolSettings> build_desk_tool_settings(const DeskToolOptions& options) {
+  if (!options.sandbox.desk_directory) return usage("--desk DIR is required.");
+  DESKD_ASSIGN_OR_RETURN(auto spec, build_sandbox_spec(options.sandbox));
+  std::shared_ptr<tools::ProposalStore> proposals;
+  if (options.proposals_folder) {
+    // A desk must not be able to forge or edit a proposal with its own tools.
+    std::error_code error;
+    const auto folder = std::filesystem::weakly_canonical(*options.proposals_folder, error);
+    if (error || spec.confinement.writable_place_for(folder) != nullptr ||
+        spec.confinement.writable_place_for(folder / "proposal.json") != nullptr) {
+      return usage("--proposals " + options.proposals_folder->string() +
+                   " is inside the desk's writable places; choose a folder the desk cannot write.");
+    }
+    DESKD_ASSIGN_OR_RETURN(proposals, tools::ProposalStore::open(folder, std::make_shared<SystemClock>()));
+  }
+  const std::string desk_name = spec.confinement.desk_directory().filename().string();
+  return tools::DeskToolSettings{std::move(spec), options.timeout_seconds, options.maximum_output_characters,
+                                 desk_name, std::move(proposals)};
+}
+
+int run_until_done(boost::asio::io_context& io, boost::asio::awaitable<int> main, std::function<void()> on_signal) {
+  ::signal(SIGPIPE, SIG_IGN);
+  int status = 0;
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  signals.async_wait([&](const boost::system::error_code& error, int number) {
+    if (error) return;
+    status = 128 + number;
+    on_signal();
+    // A second signal means the person will not wait for a clean end: go now. The
+    // sandbox dies with deskd, so nothing is left behind.
+    signals.async_wait([](const boost::system::error_code& again, int second) {
+      if (!again) std::_Exit(128 + second);
+    });
+  });
+  boost::asio::co_spawn(io, std::move(main), [&](std::exception_ptr escaped, int result) {
+    if (escaped) {
+      try {
+        std::rethrow_exception(escaped);
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "deskd: %s\n", error.what());
+      } catch (...) {
+        std::fputs("deskd: an unknown exception ended the command\n", stderr);
+      }
+      result = 1;
+    }
+    if (status == 0) status = result;
+    signals.cancel();  // nothing else keeps the loop running now
+  });
+  io.run();
+  return status;
+}
+
+}  // namespace deskd::app

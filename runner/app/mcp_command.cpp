@@ -1,0 +1,85 @@
+#include "runner/app/mcp_command.h"
+
+#include <fcntl.h>
+
+#include <boost/asio.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "runner/app/desk_tool_options.h"
+#include "runner/tools/mcp_server.h"
+
+#ifndef DESKD_VERSION
+#define DESKD_VERSION "0"
+#endif
+
+namespace deskd::app {
+namespace {
+
+const char* const kUsageHead =
+    "usage: deskd mcp --desk DIR [--hide PATH]... [OPTIONS]\n"
+    "\n"
+    "Serves the desk's tools (bash, bash_background, check_background, bash_restart,\n"
+    "read_file, write_file, edit_file, list_directory, propose_file_change) as a Model\n"
+    "Context Protocol server on standard input and output: JSON-RPC 2.0, one message a line,\n"
+    "protocol versions 2025-06-18 and 2025-11-25. bash runs in the desk's sandbox; the file\n"
+    "tools follow the same confinement. Logs go to standard error only.\n"
+    "\n";
+
+const char* const kUsageTail =
+    "\n"
+    "Exit status: 0 at the end of input; 1 if replies cannot be written; 2 for bad usage\n"
+    "or a desk that cannot be set up; 128+N after signal N.\n";
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "deskd mcp: %s\nRun 'deskd mcp --help' for usage.\n", message.c_str());
+  return 2;
+}
+
+// The server talks on its own copies of stdin and stdout, so that closing them when it
+// ends leaves the process's own descriptors alone.
+UniqueFd duplicate(int fd) { return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3)); }
+
+}  // namespace
+
+int run_mcp_command(std::span<const std::string_view> arguments) {
+  DeskToolOptions options;
+  for (std::size_t index = 0; index < arguments.size(); ++index) {
+    const std::string_view argument = arguments[index];
+    if (argument == "--help" || argument == "-h") {
+      std::printf("%s%s%s%s", kUsageHead, kDeskToolOptionsHelp, kSandboxOptionsHelp, kUsageTail);
+      return 0;
+    }
+    auto taken = take_desk_tool_option(arguments, index, options);
+    if (!taken.ok()) return usage_error(taken.error().what);
+    if (!*taken) return usage_error("unknown argument '" + std::string(argument) + "'.");
+  }
+  auto settings = build_desk_tool_settings(options);
+  if (!settings.ok()) return usage_error(settings.error().what);
+  UniqueFd input = duplicate(0);
+  UniqueFd output = duplicate(1);
+  if (!input || !output) {
+    std::fputs("deskd mcp: standard input and output must be open.\n", stderr);
+    return 2;
+  }
+
+  boost::asio::io_context io;
+  tools::ToolRegistry registry = tools::make_desk_tools(io.get_executor(), std::move(*settings));
+  tools::McpServer server(registry, tools::McpServerInfo{"deskd", DESKD_VERSION});
+  auto serve = [&]() -> boost::asio::awaitable<int> {
+    const bool written = co_await server.serve(io.get_executor(), std::move(input), std::move(output));
+    co_await registry.close();
+    if (!written) std::fputs("deskd mcp: the replies could not be written; the client went away.\n", stderr);
+    co_return written ? 0 : 1;
+  };
+  return run_until_done(io, serve(), [&] {
+    server.stop();
+    // Ends a running command at once, so the server is not kept waiting for it.
+    boost::asio::co_spawn(io, registry.close(), [](std::exception_ptr escaped) {
+      if (escaped) std::fputs("deskd mcp: closing the tools failed\n", stderr);
+    });
+  });
+}
+
+}  // namespace deskd::app

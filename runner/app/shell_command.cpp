@@ -1,0 +1,189 @@
+#include "runner/app/shell_command.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "runner/app/desk_tool_options.h"
+#include "runner/tools/bash_session.h"
+#include "runner/tools/json_text.h"
+#include "runner/tools/line_stream.h"
+#include "runner/tools/mcp_server.h"
+
+namespace deskd::app {
+namespace {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using asio::awaitable;
+
+const char* const kUsageHead =
+    "usage: deskd shell --desk DIR [--hide PATH]... [OPTIONS] [--json]\n"
+    "\n"
+    "Reads commands from standard input, one a line, and runs each in the desk's bash: one\n"
+    "long-lived bash in the desk's sandbox, as the desk's model uses it. Prints what each\n"
+    "command printed and, when it is not 0, its exit status as \"[exit N]\". Ends at the\n"
+    "end of input (Ctrl-D); `exit` ends only the bash, which starts afresh.\n"
+    "\n"
+    "  --json              call any of the desk's tools instead: one JSON object a line in,\n"
+    "                      {\"tool\": \"bash\", \"input\": {\"command\": \"ls\"}}, and one a line out,\n"
+    "                      {\"content\": \"...\", \"is_error\": false, \"exit_status\": 0,\n"
+    "                      \"truncated\": false} (exit_status is null when there is none)\n";
+
+const char* const kUsageTail =
+    "\n"
+    "Exit status: 0 at the end of input; 1 if output cannot be written; 2 for bad usage or a\n"
+    "desk that cannot be set up; 128+N after signal N.\n";
+
+// The longest command line; a JSON call may be as long as an MCP message (a whole file to
+// write).
+constexpr std::size_t kMaximumCommandBytes = std::size_t{1} << 20;
+
+void log_escaped(std::exception_ptr escaped) {
+  if (escaped) std::fputs("deskd shell: closing the terminal failed\n", stderr);
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "deskd shell: %s\nRun 'deskd shell --help' for usage.\n", message.c_str());
+  return 2;
+}
+
+UniqueFd duplicate(int fd) { return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3)); }
+
+std::string reply_line(const tools::ToolResult& result) {
+  json::object reply{{"content", tools::valid_utf8(result.text)},
+                     {"is_error", result.is_error},
+                     {"exit_status", nullptr},
+                     {"truncated", result.truncated}};
+  if (result.exit_status) reply["exit_status"] = *result.exit_status;
+  return json::serialize(reply);
+}
+
+// What one line of --json input asks for: the tool and its input, or why it cannot be read.
+struct JsonCall {
+  std::string tool;
+  json::object input;
+  std::string problem;
+};
+
+JsonCall parse_call(std::string_view line) {
+  std::error_code error;
+  json::value parsed = json::parse(line, error);
+  if (error) return {{}, {}, "The line is not JSON (" + error.message() + "); send one object a line."};
+  const json::object* call = parsed.if_object();
+  const json::value* tool = call != nullptr ? call->if_contains("tool") : nullptr;
+  if (tool == nullptr || !tool->is_string()) {
+    return {{}, {}, R"(The line needs to be an object with a string "tool", like {"tool": "bash", "input": {"command": "ls"}}.)"};
+  }
+  JsonCall result{std::string(tool->as_string()), {}, {}};
+  if (const json::value* input = call->if_contains("input"); input != nullptr && !input->is_null()) {
+    if (!input->is_object()) return {{}, {}, R"("input" must be an object.)"};
+    result.input = input->as_object();
+  }
+  return result;
+}
+
+awaitable<int> serve_json(tools::ToolRegistry& registry, tools::LineReader& reader, tools::LineWriter& writer,
+                          std::size_t maximum_line_bytes) {
+  // One call at a time, in order: a script reads one answer a line, in the order it asked.
+  while (std::optional<tools::LineReader::Line> line = co_await reader.read_line()) {
+    if (line->text.find_first_not_of(" \t") == std::string::npos && !line->too_long) continue;
+    tools::ToolResult result;
+    if (line->too_long) {
+      result = tools::ToolResult::failure("The line is longer than " + std::to_string(maximum_line_bytes) +
+                                          " bytes and was skipped.");
+    } else if (JsonCall call = parse_call(line->text); !call.problem.empty()) {
+      result = tools::ToolResult::failure(std::move(call.problem));
+    } else {
+      result = co_await registry.call(call.tool, call.input);
+    }
+    writer.write_line(reply_line(result));
+    if (!co_await writer.flush()) break;
+  }
+  co_await registry.close();
+  co_return writer.failed() ? 1 : 0;
+}
+
+awaitable<int> serve_terminal(tools::BashSession& session, tools::LineReader& reader, tools::LineWriter& writer,
+                              std::string prompt) {
+  // The prompt goes to stderr, and only for a person at a terminal: stdout stays exactly
+  // what the commands printed.
+  const bool interactive = ::isatty(0) == 1;
+  for (;;) {
+    if (interactive) std::fputs(prompt.c_str(), stderr);
+    std::optional<tools::LineReader::Line> line = co_await reader.read_line();
+    if (!line) break;
+    if (line->too_long) {
+      std::fprintf(stderr, "deskd shell: the line is longer than %zu bytes and was skipped.\n", kMaximumCommandBytes);
+      continue;
+    }
+    if (line->text.find_first_not_of(" \t") == std::string::npos) continue;
+    tools::CommandOutcome outcome = co_await session.run(std::move(line->text));
+    if (!outcome.output.empty()) {
+      if (outcome.output.back() == '\n') outcome.output.pop_back();
+      writer.write_line(std::move(outcome.output));
+    }
+    if (outcome.exit_status && *outcome.exit_status != 0) {
+      writer.write_line("[exit " + std::to_string(*outcome.exit_status) + "]");
+    }
+    if (!co_await writer.flush()) break;
+  }
+  if (interactive) std::fputc('\n', stderr);
+  co_await session.close();
+  co_return writer.failed() ? 1 : 0;
+}
+
+}  // namespace
+
+int run_shell_command(std::span<const std::string_view> arguments) {
+  DeskToolOptions options;
+  bool json_lines = false;
+  for (std::size_t index = 0; index < arguments.size(); ++index) {
+    const std::string_view argument = arguments[index];
+    if (argument == "--help" || argument == "-h") {
+      std::printf("%s%s%s%s", kUsageHead, kDeskToolOptionsHelp, kSandboxOptionsHelp, kUsageTail);
+      return 0;
+    }
+    if (argument == "--json") {
+      json_lines = true;
+      continue;
+    }
+    auto taken = take_desk_tool_option(arguments, index, options);
+    if (!taken.ok()) return usage_error(taken.error().what);
+    if (!*taken) return usage_error("unknown argument '" + std::string(argument) + "'.");
+  }
+  auto settings = build_desk_tool_settings(options);
+  if (!settings.ok()) return usage_error(settings.error().what);
+  UniqueFd input = duplicate(0);
+  UniqueFd output = duplicate(1);
+  if (!input || !output) {
+    std::fputs("deskd shell: standard input and output must be open.\n", stderr);
+    return 2;
+  }
+
+  asio::io_context io;
+  const std::size_t maximum_line_bytes = json_lines ? tools::McpServer::kMaximumMessageBytes : kMaximumCommandBytes;
+  tools::LineReader reader(io.get_executor(), std::move(input), maximum_line_bytes);
+  tools::LineWriter writer(io.get_executor(), std::move(output));
+  if (json_lines) {
+    tools::ToolRegistry registry = tools::make_desk_tools(io.get_executor(), std::move(*settings));
+    return run_until_done(io, serve_json(registry, reader, writer, maximum_line_bytes), [&] {
+      reader.cancel();
+      asio::co_spawn(io, registry.close(), log_escaped);
+    });
+  }
+  const std::string prompt = settings->desk_name + "$ ";
+  tools::BashSession session(io.get_executor(), std::move(settings->sandbox), settings->timeout_seconds,
+                             settings->maximum_output_characters);
+  return run_until_done(io, serve_terminal(session, reader, writer, prompt), [&] {
+    reader.cancel();
+    asio::co_spawn(io, session.close(), log_escaped);
+  });
+}
+
+}  // namespace deskd::app

@@ -1,0 +1,78 @@
+#pragma once
+// ProposalStore: changes a desk proposes to files it may not write (propose_file_change),
+// kept for the user to accept or reject. One JSON file per proposal, `<id>.json`, in a
+// folder the caller chooses outside every desk's writable places, so no desk can forge or
+// edit a proposal with its own tools.
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/result.h"
+
+namespace deskd::tools {
+
+/// One proposed change, as stored.
+struct Proposal {
+  std::string id;       ///< "p-" and 12 lower-case hex digits.
+  std::string desk;     ///< The desk that proposed it.
+  std::string path;     ///< The file to change: absolute, resolved.
+  std::string reason;   ///< Why, in the desk's words.
+  std::string diff;     ///< Unified diff from the file as it was to `content`.
+  std::string content;  ///< The whole new content of the file.
+  std::string time;     ///< When, as ISO 8601 in India time ("2025-01-31T09:15:00+05:30").
+  std::string status;   ///< "open", "accepted" or "rejected".
+};
+
+/// The largest content a proposal may carry.
+inline constexpr std::size_t kMaximumProposalContentBytes = std::size_t{16} << 20;
+
+/// `time` as ISO 8601 in India time (UTC+05:30, no daylight saving), to the second.
+std::string india_time_iso8601(Clock::TimePoint time);
+
+class ProposalStore {
+ public:
+  /// Opens the store in `folder` (absolute), creating the folder if it is missing.
+  /// `clock` stamps new proposals.
+  static Result<std::shared_ptr<ProposalStore>> open(const std::filesystem::path& folder,
+                                                     std::shared_ptr<const Clock> clock);
+
+  /// The proposals folder, resolved.
+  const std::filesystem::path& folder() const { return folder_; }
+
+  /// Stores a new open proposal to replace the file at `path` (absolute and resolved, as
+  /// PathPolicy returns it, and already allowed for reading) by `content`. The diff is
+  /// taken against the file as it is now, or against nothing when it does not exist.
+  /// Refuses content that is not UTF-8 or past kMaximumProposalContentBytes, and a path that
+  /// names a folder or something that cannot be read.
+  Result<Proposal> create(std::string_view desk, const std::filesystem::path& path,
+                          std::string_view reason, std::string_view content);
+
+  /// Every proposal, oldest first. Files that are not proposals, or are damaged, are skipped.
+  Result<std::vector<Proposal>> list() const;
+
+  /// The proposal `id`; not_found when there is none (or `id` is not a proposal id).
+  Result<Proposal> get(std::string_view id) const;
+
+  /// Marks an open proposal "accepted" or "rejected". Refuses any other status and a
+  /// proposal that is no longer open.
+  Result<void> set_status(std::string_view id, std::string_view status);
+
+ private:
+  ProposalStore(std::filesystem::path folder, std::shared_ptr<const Clock> clock)
+      : folder_(std::move(folder)), clock_(std::move(clock)) {}
+
+  Result<void> save(const Proposal& proposal) const;
+
+  std::filesystem::path folder_;
+  std::shared_ptr<const Clock> clock_;
+  // Serialises create and set_status in this process, so a status change never races a
+  // second one on the same file.
+  mutable std::mutex mutex_;
+};
+
+}  // namespace deskd::tools

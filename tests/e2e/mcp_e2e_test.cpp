@@ -1,0 +1,168 @@
+// `deskd mcp` as an MCP client sees it: the real binary over stdio, through whole sessions
+// against a real desk in a real sandbox.
+
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <thread>
+
+#include "e2e/deskd_process.h"
+
+namespace deskd::e2e {
+namespace {
+
+namespace json = boost::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class McpEndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override { start("5"); }
+
+  /// (Re)starts `deskd mcp` on the desk with this command timeout.
+  void start(const std::string& timeout_seconds) {
+    std::vector<std::string> arguments = {"mcp", "--timeout", timeout_seconds};
+    const auto desk_arguments = desk_.arguments();
+    arguments.insert(arguments.end(), desk_arguments.begin(), desk_arguments.end());
+    deskd_ = std::make_unique<DeskdProcess>(arguments);
+  }
+
+  json::value ask(json::value id, std::string_view method, json::object params = {}) {
+    deskd_->send(json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}) + "\n");
+    return reply();
+  }
+  json::value reply() {
+    const auto line = deskd_->read_line();
+    EXPECT_TRUE(line.has_value()) << "no reply; stderr: " << deskd_->error_output();
+    if (!line) return nullptr;
+    std::error_code error;
+    json::value parsed = json::parse(*line, error);
+    EXPECT_FALSE(error) << "stdout carried something that is not JSON: " << *line;
+    return parsed;
+  }
+  /// tools/call, returning {text, isError}.
+  std::pair<std::string, bool> call(std::string_view tool, json::object arguments) {
+    const json::value answer = ask(++next_id_, "tools/call", {{"name", tool}, {"arguments", std::move(arguments)}});
+    if (!answer.is_object() || !answer.as_object().contains("result")) {
+      ADD_FAILURE() << json::serialize(answer);
+      return {"", true};
+    }
+    const json::value& result = answer.at("result");
+    return {std::string(result.at("content").at(0).at("text").as_string()), result.at("isError").as_bool()};
+  }
+
+  TemporaryDesk desk_;
+  std::unique_ptr<DeskdProcess> deskd_;
+  int next_id_ = 100;
+};
+
+TEST_F(McpEndToEndTest, AWholeSession) {
+  const json::value initialized =
+      ask(1, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object{}},
+                            {"clientInfo", json::object{{"name", "e2e"}, {"version", "1"}}}});
+  EXPECT_EQ(initialized.at("result").at("protocolVersion"), "2025-06-18");
+  EXPECT_EQ(initialized.at("result").at("serverInfo").at("name"), "deskd");
+  deskd_->send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n");
+
+  const json::value listed = ask(2, "tools/list");
+  std::vector<std::string> names;
+  for (const auto& tool : listed.at("result").at("tools").as_array()) names.emplace_back(tool.at("name").as_string());
+  EXPECT_EQ(names, (std::vector<std::string>{"bash", "bash_background", "check_background", "bash_restart",
+                                             "read_file", "write_file", "edit_file", "list_directory",
+                                             "propose_file_change"}));
+
+  auto [echoed, echo_failed] = call("bash", {{"command", "echo hi"}});
+  EXPECT_EQ(echoed, "hi\n[exit status 0]");
+  EXPECT_FALSE(echo_failed);
+
+  auto [where, where_failed] = call("bash", {{"command", "pwd; cat .env; exit_code() { return 3; }; exit_code"}});
+  EXPECT_THAT(where, HasSubstr(desk_.directory() + "\n"));
+  EXPECT_THAT(where, HasSubstr("[exit status 3]"));
+  EXPECT_THAT(where, Not(HasSubstr(desk_.secret())));
+  EXPECT_FALSE(where_failed);
+
+  auto [secret, secret_failed] = call("read_file", {{"path", ".env"}});
+  EXPECT_TRUE(secret_failed);
+  EXPECT_THAT(secret, HasSubstr("holds secrets and cannot be read."));
+  EXPECT_THAT(secret, Not(HasSubstr(desk_.secret())));
+
+  auto [written, write_failed] = call("write_file", {{"path", "notes/plan.md"}, {"content", "step one\nstep two\n"}});
+  EXPECT_FALSE(write_failed) << written;
+  auto [read, read_failed] = call("read_file", {{"path", "notes/plan.md"}});
+  EXPECT_FALSE(read_failed) << read;
+  EXPECT_THAT(read, HasSubstr("step one"));
+  EXPECT_THAT(read, HasSubstr("step two"));
+  auto [cat, cat_failed] = call("bash", {{"command", "cat notes/plan.md"}});
+  EXPECT_EQ(cat, "step one\nstep two\n[exit status 0]");
+
+  auto [refused, refused_failed] = call("write_file", {{"path", "README.md"}, {"content", "changed"}});
+  EXPECT_TRUE(refused_failed);
+  EXPECT_THAT(refused, HasSubstr("cannot be written"));
+
+  const json::value discovered = ask(3, "server/discover");
+  EXPECT_EQ(discovered.at("result").at("supportedVersions"), (json::array{"2025-06-18", "2025-11-25"}));
+  EXPECT_EQ(ask(4, "ping").at("result"), json::object{});
+
+  deskd_->close_input();
+  EXPECT_EQ(deskd_->read_rest(), "");
+  EXPECT_EQ(deskd_->wait(), 0) << deskd_->error_output();
+}
+
+TEST_F(McpEndToEndTest, BadInputIsAnsweredAndTheServerLivesOn) {
+  deskd_->send("this is not json\n");
+  EXPECT_EQ(reply().at("error").at("code"), -32700);
+  deskd_->send("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]\n");
+  EXPECT_EQ(reply().at("error").at("code"), -32600);
+  EXPECT_EQ(ask(5, "no/such/method").at("error").at("code"), -32601);
+  EXPECT_EQ(ask(6, "tools/call", {{"name", 42}}).at("error").at("code"), -32602);
+  auto [unknown, unknown_failed] = call("no_such_tool", {});
+  EXPECT_TRUE(unknown_failed);
+  EXPECT_THAT(unknown, HasSubstr("The tools are: bash,"));
+  constexpr char kBinary[] = "\x00\xff\xfe garbage \x01\n";
+  deskd_->send(std::string_view(kBinary, sizeof kBinary - 1));
+  EXPECT_EQ(reply().at("error").at("code"), -32700);
+  EXPECT_EQ(ask(7, "ping").at("id"), 7);
+  deskd_->close_input();
+  EXPECT_EQ(deskd_->wait(), 0) << deskd_->error_output();
+}
+
+TEST_F(McpEndToEndTest, ATimeoutIsAToolErrorAndTheTerminalComesBack) {
+  start("0.5");
+  auto [slow, slow_failed] = call("bash", {{"command", "sleep 30"}});
+  EXPECT_TRUE(slow_failed);
+  EXPECT_THAT(slow, HasSubstr("The command did not finish within 0.5 seconds."));
+  auto [after, after_failed] = call("bash", {{"command", "echo back"}});
+  EXPECT_EQ(after, "back\n[exit status 0]");
+  deskd_->close_input();
+  EXPECT_EQ(deskd_->wait(), 0);
+}
+
+TEST_F(McpEndToEndTest, SigtermDuringACommandEndsCleanly) {
+  deskd_->send(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 60"}}})" "\n");
+  std::this_thread::sleep_for(500ms);  // let the command start
+  deskd_->signal(SIGTERM);
+  const json::value answer = reply();  // the call is answered, not dropped
+  EXPECT_EQ(answer.at("id"), 1);
+  EXPECT_EQ(answer.at("result").at("isError"), true);
+  EXPECT_EQ(deskd_->wait(10s), 128 + SIGTERM);
+}
+
+TEST(McpEndToEndUsageTest, WithoutADeskItRefusesWithStatus2) {
+  DeskdProcess deskd({"mcp"});
+  deskd.close_input();
+  EXPECT_EQ(deskd.wait(), 2);
+  EXPECT_THAT(deskd.error_output(), HasSubstr("--desk DIR is required."));
+  EXPECT_EQ(deskd.read_rest(), "") << "nothing but MCP messages may go to stdout";
+}
+
+TEST(McpEndToEndUsageTest, HelpGoesToStdout) {
+  DeskdProcess deskd({"mcp", "--help"});
+  EXPECT_THAT(deskd.read_rest(), HasSubstr("usage: deskd mcp --desk DIR"));
+  EXPECT_EQ(deskd.wait(), 0);
+}
+
+}  // namespace
+}  // namespace deskd::e2e

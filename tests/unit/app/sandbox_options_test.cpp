@@ -1,0 +1,136 @@
+// The options `deskd sandbox`, `deskd shell` and `deskd mcp` share: each taken with its
+// value, malformed values refused with a sentence, unknown arguments left to the command.
+
+#include "runner/app/sandbox_options.h"
+
+#include <stdlib.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "runner/app/desk_tool_options.h"
+
+namespace deskd::app {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Takes every argument as an option, as a command's loop does; the first refusal, or "".
+template <typename Options, typename Take>
+std::string take_all(std::vector<std::string_view> arguments, Options& options, Take take) {
+  for (std::size_t index = 0; index < arguments.size(); ++index) {
+    auto taken = take(std::span<const std::string_view>(arguments), index, options);
+    if (!taken.ok()) return taken.error().what;
+    if (!*taken) return "not mine: " + std::string(arguments[index]);
+  }
+  return "";
+}
+
+std::string take_sandbox(std::vector<std::string_view> arguments, SandboxOptions& options) {
+  return take_all(std::move(arguments), options, take_sandbox_option);
+}
+
+TEST(SandboxOptionsTest, TakesEveryOptionWithItsValue) {
+  SandboxOptions options;
+  EXPECT_EQ(take_sandbox({"--desk", "/d", "--hide", "/s", "--hide", "/t", "--net", "host", "--memory", "512M",
+                          "--pids", "64", "--file-size", "1G", "--open-files", "100", "--uid", "1000", "--gid",
+                          "1001", "--hostname", "box", "--env", "LANG", "--env", "TERM"},
+                         options),
+            "");
+  EXPECT_EQ(options.desk_directory, std::filesystem::path("/d"));
+  EXPECT_EQ(options.hidden_paths, (std::vector<std::filesystem::path>{"/s", "/t"}));
+  EXPECT_EQ(options.network, sandbox::NetworkMode::host);
+  EXPECT_EQ(options.memory_bytes, std::uint64_t{512} << 20);
+  EXPECT_EQ(options.processes, 64u);
+  EXPECT_EQ(options.file_size_bytes, std::uint64_t{1} << 30);
+  EXPECT_EQ(options.open_files, 100u);
+  EXPECT_EQ(options.uid, 1000u);
+  EXPECT_EQ(options.gid, 1001u);
+  EXPECT_EQ(options.hostname, "box");
+  EXPECT_EQ(options.environment_variables, (std::vector<std::string>{"LANG", "TERM"}));
+}
+
+TEST(SandboxOptionsTest, ARelativeHiddenPathStartsAtTheCurrentFolder) {
+  SandboxOptions options;
+  EXPECT_EQ(take_sandbox({"--hide", "secret.txt"}, options), "");
+  EXPECT_EQ(options.hidden_paths.front(), std::filesystem::current_path() / "secret.txt");
+}
+
+TEST(SandboxOptionsTest, RefusesMissingAndMalformedValues) {
+  SandboxOptions options;
+  EXPECT_EQ(take_sandbox({"--desk"}, options), "--desk needs a value.");
+  EXPECT_EQ(take_sandbox({"--net", "wifi"}, options), "--net must be none or host, not 'wifi'.");
+  EXPECT_EQ(take_sandbox({"--memory", "lots"}, options), "--memory needs a size such as 512M, not 'lots'.");
+  EXPECT_EQ(take_sandbox({"--pids", "-1"}, options), "--pids needs a number, not '-1'.");
+  EXPECT_EQ(take_sandbox({"--uid", "root"}, options), "--uid needs a number, not 'root'.");
+}
+
+TEST(SandboxOptionsTest, LeavesOtherArgumentsToTheCommand) {
+  SandboxOptions options;
+  EXPECT_EQ(take_sandbox({"--json"}, options), "not mine: --json");
+  EXPECT_EQ(take_sandbox({"--timeout", "5"}, options), "not mine: --timeout");
+  EXPECT_EQ(take_sandbox({"ls"}, options), "not mine: ls");
+}
+
+TEST(SandboxOptionsTest, BuildingRefusesAMissingDeskFolder) {
+  SandboxOptions options;
+  options.desk_directory = "/nonexistent/deskd/desk";
+  auto spec = build_sandbox_spec(options);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(spec.error().what, HasSubstr("/nonexistent/deskd/desk"));
+}
+
+TEST(DeskToolOptionsTest, TakesTheToolOptionsBesideTheSandboxOnes) {
+  DeskToolOptions options;
+  EXPECT_EQ(take_all({"--desk", "/d", "--timeout", "0.5", "--max-output", "100", "--proposals", "/p", "--net", "none"},
+                     options, take_desk_tool_option),
+            "");
+  EXPECT_EQ(options.sandbox.desk_directory, std::filesystem::path("/d"));
+  EXPECT_EQ(options.timeout_seconds, 0.5);
+  EXPECT_EQ(options.maximum_output_characters, 100u);
+  EXPECT_EQ(options.proposals_folder, std::filesystem::path("/p"));
+  EXPECT_EQ(options.sandbox.network, sandbox::NetworkMode::none);
+}
+
+TEST(DeskToolOptionsTest, RefusesBadToolValues) {
+  DeskToolOptions options;
+  for (const char* seconds : {"0", "-1", "soon", "", "nan", "inf", "1e999"}) {
+    EXPECT_THAT(take_all({"--timeout", seconds}, options, take_desk_tool_option),
+                HasSubstr("--timeout needs a number of seconds above 0"))
+        << seconds;
+  }
+  EXPECT_THAT(take_all({"--max-output", "0"}, options, take_desk_tool_option), HasSubstr("above 0"));
+  EXPECT_EQ(take_all({"--proposals"}, options, take_desk_tool_option), "--proposals needs a value.");
+  EXPECT_EQ(take_all({"--json"}, options, take_desk_tool_option), "not mine: --json");
+}
+
+TEST(DeskToolOptionsTest, TheDeskIsRequired) {
+  auto settings = build_desk_tool_settings(DeskToolOptions{});
+  ASSERT_FALSE(settings.ok());
+  EXPECT_EQ(settings.error().what, "--desk DIR is required.");
+}
+
+TEST(DeskToolOptionsTest, RefusesAProposalsFolderTheDeskCanWrite) {
+  char pattern[] = "/var/tmp/deskd-options-XXXXXX";
+  const std::filesystem::path desk = ::mkdtemp(pattern);
+  DeskToolOptions options;
+  options.sandbox.desk_directory = desk;
+  options.proposals_folder = desk / "notes" / "proposals";
+  auto settings = build_desk_tool_settings(options);
+  ASSERT_FALSE(settings.ok());
+  EXPECT_THAT(settings.error().what, HasSubstr("is inside the desk's writable places"));
+
+  options.proposals_folder = desk.parent_path() / (desk.filename().string() + "-proposals");
+  settings = build_desk_tool_settings(options);
+  ASSERT_TRUE(settings.ok()) << settings.error().what;
+  EXPECT_EQ(settings->desk_name, desk.filename().string());
+  EXPECT_NE(settings->proposals, nullptr);
+  EXPECT_TRUE(std::filesystem::is_directory(*options.proposals_folder));
+  std::filesystem::remove_all(*options.proposals_folder);
+  std::filesystem::remove_all(desk);
+}
+
+}  // namespace
+}  // namespace deskd::app
