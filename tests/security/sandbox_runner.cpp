@@ -40,7 +40,7 @@ bool world_executable(const fs::path& path) {
 }
 
 // A per-process copy of the binaries in a world-readable folder, used only when the build
-// tree is not reachable for other uids. Under /var/tmp, not /tmp: the sandbox mounts a
+// tree is not reachable for other uids or not visible inside the sandbox. Under /var/tmp, not /tmp: the sandbox mounts a
 // fresh tmpfs on /tmp, so nothing under the host's /tmp is visible inside.
 class BinaryCopies {
  public:
@@ -49,7 +49,11 @@ class BinaryCopies {
     return copies;
   }
   std::string locate(const fs::path& original) {
-    if (world_executable(original)) return original;
+    // A build tree under /tmp (a CI clone, say) is out of the sandbox's sight: its /tmp is
+    // a fresh tmpfs. Such binaries are copied too.
+    const std::string& text = original.native();
+    const bool under_covered_folder = text.rfind("/tmp/", 0) == 0 || text.rfind("/dev/shm/", 0) == 0;
+    if (world_executable(original) && !under_covered_folder) return original;
     if (const auto known = copies_.find(original); known != copies_.end()) return known->second;
     if (folder_.empty()) {
       std::string pattern = "/var/tmp/deskd-security-bin-XXXXXX";
