@@ -10,6 +10,7 @@
 #include "runner/app/doctor_command.h"
 #include "runner/app/mcp_command.h"
 #include "runner/app/policy_command.h"
+#include "runner/app/run_command.h"
 #include "runner/app/sandbox_command.h"
 #include "runner/app/shell_command.h"
 
@@ -22,6 +23,7 @@ constexpr const char* kUsage =
     "  doctor     say which isolation this host supports, and how to fix what is missing\n"
     "  mcp        serve a desk's tools as a Model Context Protocol server on stdio\n"
     "  policy     answer what a desk's file tools may read or write\n"
+    "  run        run one turn of a desk on the built-in script model\n"
     "  sandbox    run a command once in a desk's sandbox\n"
     "  shell      type commands into a desk's sandboxed bash (or call its tools as JSON)\n"
     "\n"
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "doctor") return deskd::app::run_doctor_command(rest);
+  if (command == "run") return deskd::app::run_run_command(rest);
   if (command == "policy") return deskd::app::run_policy_command(rest);
   if (command == "sandbox") return deskd::app::run_sandbox_command(rest);
   if (command == "shell") return deskd::app::run_shell_command(rest);

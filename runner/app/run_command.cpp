@@ -1,0 +1,172 @@
+#include "runner/app/run_command.h"
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+#include <cstdio>
+#include <string>
+
+#include "runner/app/desk_tool_options.h"
+#include "runner/desk/desk_runtime.h"
+#include "runner/desk/india_time.h"
+#include "runner/desk/journal.h"
+#include "runner/desk/session_keeper.h"
+#include "runner/model/model_turn_runner.h"
+#include "runner/model/script_provider.h"
+#include "runner/tools/proposal_store.h"
+
+namespace deskd::app {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+const char* const kRunUsage =
+    "usage: deskd run --desk DIR [OPTIONS] [--script FILE] [--state DIR] MESSAGE...\n"
+    "\n"
+    "Runs one turn of the desk in DIR for MESSAGE, on the built-in script model (or the\n"
+    "JSON-lines script FILE): its bash runs in the desk's sandbox and its file tools are held\n"
+    "by the desk's path policy. Prints what the desk does, then exits.\n"
+    "\n"
+    "  --script FILE       the model's replies, one JSON line per turn (default: the demo)\n"
+    "  --state DIR         where the journal, session and proposals go\n"
+    "                      (default: DIR/.deskd)\n";
+
+namespace {
+
+std::string first_lines(std::string text, std::size_t lines) {
+  std::size_t position = 0;
+  for (std::size_t line = 0; line < lines && position != std::string::npos; ++line) {
+    position = text.find('\n', position == 0 ? 0 : position + 1);
+  }
+  if (position != std::string::npos && position + 1 < text.size()) text = text.substr(0, position) + "\n...";
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  std::string indented = "    ";
+  for (char c : text) {
+    indented += c;
+    if (c == '\n') indented += "    ";
+  }
+  return indented;
+}
+
+// One readable line (or a few) per event.
+void print(const desk::Event& event) {
+  const std::string time = event.time.size() >= 19 ? event.time.substr(11, 8) : event.time;
+  const auto text_of = [&](const char* key) {
+    const json::value* value = event.data.if_contains(key);
+    return value != nullptr && value->is_string() ? std::string(value->as_string()) : std::string();
+  };
+  if (event.kind == desk::event_kind::kModelText) {
+    std::printf("[%s] model: %s\n", time.c_str(), text_of("text").c_str());
+  } else if (event.kind == desk::event_kind::kToolCalled) {
+    std::printf("[%s] %s %s\n", time.c_str(), text_of("tool").c_str(), json::serialize(event.data.at("input")).c_str());
+  } else if (event.kind == desk::event_kind::kToolFinished) {
+    const bool failed = event.data.at("is_error").as_bool();
+    std::printf("%s%s\n", failed ? "  refused or failed:\n" : "", first_lines(text_of("text"), 8).c_str());
+  } else if (event.kind == desk::event_kind::kTurnFinished) {
+    std::printf("[%s] turn finished: %s\n", time.c_str(), text_of("reply").c_str());
+  } else if (event.kind == desk::event_kind::kTurnFailed || event.kind == desk::event_kind::kTurnStopped) {
+    std::printf("[%s] %s: %s\n", time.c_str(), event.kind.c_str(), json::serialize(event.data).c_str());
+  } else if (event.kind == desk::event_kind::kTurnStarted || event.kind == desk::event_kind::kDeskStarted) {
+    std::printf("[%s] %s\n", time.c_str(), event.kind.c_str());
+  }
+  std::fflush(stdout);
+}
+
+int setup_error(const std::string& message) {
+  std::fprintf(stderr, "deskd run: %s\n", message.c_str());
+  return 125;
+}
+
+}  // namespace
+
+int run_run_command(std::span<const std::string_view> arguments) {
+  DeskToolOptions options;
+  std::optional<std::filesystem::path> script_path, state_folder;
+  std::string message;
+  for (std::size_t index = 0; index < arguments.size(); ++index) {
+    const std::string_view argument = arguments[index];
+    if (argument == "--help" || argument == "-h") {
+      std::fputs(kRunUsage, stdout);
+      std::fputs(kDeskToolOptionsHelp, stdout);
+      return 0;
+    }
+    auto taken = take_desk_tool_option(arguments, index, options);
+    if (!taken.ok()) {
+      std::fprintf(stderr, "deskd run: %s\n", taken.error().what.c_str());
+      return 2;
+    }
+    if (*taken) continue;
+    if ((argument == "--script" || argument == "--state") && index + 1 < arguments.size()) {
+      (argument == "--script" ? script_path : state_folder) = std::filesystem::absolute(std::string(arguments[++index]));
+      continue;
+    }
+    if (argument.starts_with("--")) {
+      std::fprintf(stderr, "deskd run: unknown option %.*s.\n%s", static_cast<int>(argument.size()), argument.data(), kRunUsage);
+      return 2;
+    }
+    if (!message.empty()) message += ' ';
+    message += argument;
+  }
+  if (!options.sandbox.desk_directory || message.empty()) {
+    std::fprintf(stderr, "deskd run: give --desk DIR and a message.\n%s", kRunUsage);
+    return 2;
+  }
+  const auto state = state_folder.value_or(std::filesystem::absolute(*options.sandbox.desk_directory) / ".deskd");
+  if (!options.proposals_folder) options.proposals_folder = state / "proposals";
+  std::error_code error;
+  std::filesystem::create_directories(state, error);
+  if (error) return setup_error("The state folder " + state.native() + " cannot be created: " + error.message() + ".");
+
+  auto provider = script_path ? model::ScriptProvider::load(*script_path) : model::ScriptProvider::embedded_demo();
+  if (!provider.ok()) return setup_error(provider.error().what);
+  auto settings = build_desk_tool_settings(options);
+  if (!settings.ok()) return setup_error(settings.error().what);
+  auto journal = desk::Journal::open(state / "journal.jsonl");
+  if (!journal.ok()) return setup_error(journal.error().what);
+
+  const std::string desk_name = options.sandbox.desk_directory->filename().native();
+  settings->desk_name = desk_name;
+  SystemClock clock;
+  asio::io_context io;
+  auto registry = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(io.get_executor(), *settings));
+  desk::SessionKeeper keeper(state / "sessions", clock);
+  auto runner = std::make_shared<model::ModelTurnRunner>(
+      std::make_shared<model::ScriptProvider>(std::move(provider).value()), registry,
+      model::TurnRunnerSettings{"You run the " + desk_name + " desk."}, &keeper);
+  desk::EventBus bus(clock);
+  desk::DeskParts parts;
+  parts.tool_registry = registry;
+  parts.session_keeper = &keeper;
+  parts.journal = &*journal;
+  desk::DeskRuntime desk(io.get_executor(), {.name = desk_name}, bus, runner, clock, parts);
+  auto events = bus.subscribe(io.get_executor(), 100000);
+
+  asio::cancellation_signal stop;
+  auto main = [&]() -> asio::awaitable<int> {
+    asio::co_spawn(io, desk.run(), asio::bind_cancellation_slot(stop.slot(), asio::detached));
+    desk::Trigger trigger;
+    trigger.desk = desk_name;
+    trigger.text = message;
+    trigger.sender = "the command line";
+    if (auto submitted = desk.submit(trigger); !submitted.ok()) {
+      std::fprintf(stderr, "deskd run: %s\n", submitted.error().what.c_str());
+      stop.emit(asio::cancellation_type::terminal);
+      co_return 125;
+    }
+    int status = 1;
+    for (;;) {
+      auto event = co_await events->next();
+      if (!event) break;
+      print(*event);
+      if (event->kind == desk::event_kind::kTurnFinished) status = 0;
+      if (event->kind == desk::event_kind::kTurnFinished || event->kind == desk::event_kind::kTurnFailed ||
+          event->kind == desk::event_kind::kTurnStopped) {
+        stop.emit(asio::cancellation_type::terminal);
+      }
+      if (event->kind == desk::event_kind::kDeskStopped) break;
+    }
+    co_return status;
+  };
+  return run_until_done(io, main(), [&] { stop.emit(asio::cancellation_type::terminal); });
+}
+
+}  // namespace deskd::app

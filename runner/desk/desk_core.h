@@ -1,0 +1,66 @@
+#pragma once
+// Internal to runner/desk: the shared state of one DeskRuntime, and the command handling
+// that slash_commands.cpp implements on it. Not for use outside desk_runtime.cpp and
+// slash_commands.cpp.
+
+#include <boost/asio.hpp>
+
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include "runner/desk/desk_runtime.h"
+
+namespace deskd::desk {
+
+struct DeskCore : std::enable_shared_from_this<DeskCore> {
+  DeskCore(boost::asio::any_io_executor executor_in, DeskSettings settings_in, EventBus& bus_in,
+       std::shared_ptr<TurnRunner> runner_in, const Clock& clock_in, DeskParts parts_in);
+
+  boost::asio::any_io_executor executor;
+  DeskSettings settings;
+  EventBus& bus;
+  std::shared_ptr<TurnRunner> runner;
+  const Clock& clock;
+  DeskParts parts;
+  SteeringInbox inbox;
+
+  DeskState state = DeskState::stopped;
+  bool paused = false;
+  std::deque<Trigger> queue;
+  std::atomic<std::size_t> queued{0};
+  boost::asio::steady_timer wake;  // cancelled when something is queued
+
+  // The running turn.
+  std::optional<Trigger> running_trigger;
+  std::chrono::system_clock::time_point running_since{};
+  std::shared_ptr<boost::asio::cancellation_signal> turn_stop;
+  bool stop_requested = false;
+  std::vector<Trigger> delivered_steering;
+  // /btw questions answered beside the turn, cancelled when the desk stops.
+  std::vector<std::shared_ptr<boost::asio::cancellation_signal>> beside;
+
+  Event publish(const std::string& kind, boost::json::object data = {});
+  void enqueue(Trigger trigger, bool at_front = false);
+  void finish(const Trigger& trigger);
+  void accept(Trigger trigger);
+  void answer(const Trigger& trigger, const std::string& command, std::string reply);
+  std::string context_line(const Trigger& trigger) const;
+
+  boost::asio::awaitable<void> handle(Trigger trigger);
+  boost::asio::awaitable<std::string> roll_over();
+  boost::asio::awaitable<void> run_turn(const Trigger& trigger, std::string message);
+};
+
+/// Handles a trigger whose text starts with '/': answers it now (beside a running turn)
+/// or queues it. Implemented in slash_commands.cpp.
+void handle_command(DeskCore& core, Trigger trigger);
+
+/// Runs a queued command (/rollover, a skill) when its turn in the queue comes; false when
+/// the trigger is not one.
+boost::asio::awaitable<bool> run_queued_command(DeskCore& core, const Trigger& trigger);
+
+/// The command menu.
+std::vector<CommandEntry> catalogue(const DeskCore& core);
+
+}  // namespace deskd::desk

@@ -1,0 +1,322 @@
+#include "runner/desk/desk_runtime.h"
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+
+#include "runner/desk/desk_core.h"
+#include "runner/desk/india_time.h"
+#include "runner/desk/journal.h"
+#include "runner/desk/market_status.h"
+#include "runner/desk/session_keeper.h"
+#include "runner/tools/tool_registry.h"
+
+namespace deskd::desk {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using asio::awaitable;
+
+namespace {
+
+constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+
+// The turn's window on its desk: steering, events, and the stall timer.
+class DeskTurnContext final : public TurnContext {
+ public:
+  explicit DeskTurnContext(DeskCore& core) : core_(core) {}
+  std::vector<Trigger> take_steering() override {
+    std::vector<Trigger> messages = core_.inbox.take_all();
+    for (const auto& message : messages) core_.delivered_steering.push_back(message);
+    if (!messages.empty()) progress();
+    return messages;
+  }
+  void publish(const std::string& kind, json::object data) override {
+    core_.publish(kind, std::move(data));
+    progress();
+  }
+  void progress() override { last_progress = std::chrono::steady_clock::now(); }
+  std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
+
+ private:
+  DeskCore& core_;
+};
+
+// Where a turn's coroutine leaves its result for the desk loop.
+struct TurnCompletion {
+  explicit TurnCompletion(const asio::any_io_executor& executor) : signal(executor, asio::steady_timer::time_point::max()) {}
+  asio::steady_timer signal;
+  bool done = false;
+  std::exception_ptr error;
+  TurnOutcome outcome;
+};
+
+bool is_cancellation(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const boost::system::system_error& failure) {
+    return failure.code() == asio::error::operation_aborted;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::string describe(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& failure) {
+    return failure.what();
+  } catch (...) {
+    return "an unknown error";
+  }
+}
+
+}  // namespace
+
+std::string_view desk_state_name(DeskState state) {
+  switch (state) {
+    case DeskState::stopped: return "stopped";
+    case DeskState::idle: return "idle";
+    case DeskState::running: return "running";
+  }
+  return "unknown";
+}
+
+DeskCore::DeskCore(asio::any_io_executor executor_in, DeskSettings settings_in, EventBus& bus_in,
+                        std::shared_ptr<TurnRunner> runner_in, const Clock& clock_in, DeskParts parts_in)
+    : executor(std::move(executor_in)),
+      settings(std::move(settings_in)),
+      bus(bus_in),
+      runner(std::move(runner_in)),
+      clock(clock_in),
+      parts(std::move(parts_in)),
+      inbox(bus_in, settings.name),
+      wake(executor, asio::steady_timer::time_point::max()) {}
+
+Event DeskCore::publish(const std::string& kind, json::object data) {
+  Event event = bus.publish(settings.name, kind, std::move(data));
+  // TRIGGER_ACCEPTED is journaled by submit itself, which must see the failure.
+  if (parts.journal != nullptr && kind != event_kind::kTriggerAccepted) (void)parts.journal->append(event);
+  return event;
+}
+
+void DeskCore::enqueue(Trigger trigger, bool at_front) {
+  const std::string id = trigger.id;
+  if (at_front) queue.push_front(std::move(trigger));
+  else queue.push_back(std::move(trigger));
+  queued = queue.size();
+  publish(event_kind::kTriggerQueued, {{"trigger", id}, {"queued", queue.size()}});
+  wake.cancel();
+}
+
+void DeskCore::finish(const Trigger& trigger) {
+  publish(event_kind::kTriggerFinished, {{"trigger", trigger.id}});
+}
+
+void DeskCore::answer(const Trigger& trigger, const std::string& command, std::string reply) {
+  publish(event_kind::kCommandAnswered, {{"trigger", trigger.id}, {"command", command}, {"reply", std::move(reply)}});
+}
+
+void DeskCore::accept(Trigger trigger) {
+  if (!trigger.text.empty() && trigger.text.front() == '/') {
+    handle_command(*this, std::move(trigger));
+  } else if (state == DeskState::running && !trigger.queued_explicitly) {
+    inbox.put(std::move(trigger));
+  } else {
+    enqueue(std::move(trigger));
+  }
+}
+
+std::string DeskCore::context_line(const Trigger& trigger) const {
+  const auto now = clock.now();
+  std::string woke;
+  if (trigger.source == Trigger::Source::schedule) {
+    woke = "the schedule '" + trigger.schedule + "'";
+  } else {
+    woke = trigger.sender.empty() ? "a message" : "a message from " + trigger.sender;
+  }
+  if (trigger.redelivered) woke += ", re-delivered after a restart";
+  std::string line = "It is " + format_india_time(now) + ". Woken by " + woke + ".";
+  if (parts.market_status != nullptr) line += "\n" + parts.market_status->describe(now);
+  return line;
+}
+
+awaitable<void> DeskCore::handle(Trigger trigger) {
+  if (co_await run_queued_command(*this, trigger)) co_return;
+  if (paused) {
+    publish(event_kind::kTurnFinished,
+            {{"trigger", trigger.id}, {"paused", true},
+             {"reply", "The desk is paused, so no model was asked. Send /resume to let it work again."}});
+    finish(trigger);
+    co_return;
+  }
+  if (parts.session_keeper != nullptr && parts.session_keeper->needs_rollover()) {
+    try {
+      const std::string session = co_await parts.session_keeper->roll_over(*runner);
+      publish(event_kind::kSessionRolledOver, {{"session", session}, {"reason", "a new India day"}});
+    } catch (const std::exception& error) {
+      publish(event_kind::kTurnFailed, {{"trigger", trigger.id}, {"error", std::string("The day's rollover failed: ") + error.what()}});
+    }
+  }
+  co_await run_turn(trigger, context_line(trigger) + "\n\n" + trigger.text);
+}
+
+awaitable<void> DeskCore::run_turn(const Trigger& trigger, std::string message) {
+  state = DeskState::running;
+  running_trigger = trigger;
+  running_since = clock.now();
+  stop_requested = false;
+  delivered_steering.clear();
+  publish(event_kind::kTurnStarted, {{"trigger", trigger.id}});
+
+  auto stop = std::make_shared<asio::cancellation_signal>();
+  turn_stop = stop;
+  auto completion = std::make_shared<TurnCompletion>(executor);
+  DeskTurnContext context(*this);
+  asio::co_spawn(executor, runner->run_turn(std::move(message), context),
+                 asio::bind_cancellation_slot(stop->slot(), [completion](std::exception_ptr error, TurnOutcome outcome) {
+                   completion->done = true;
+                   completion->error = error;
+                   completion->outcome = std::move(outcome);
+                   completion->signal.cancel();
+                 }));
+
+  // Wait for the turn, watching for a stall. The context lives in this frame, so this frame
+  // waits for the turn's end even when the desk itself is being cancelled.
+  co_await asio::this_coro::throw_if_cancelled(false);
+  bool stalled = false;
+  bool desk_stopping = false;
+  while (!completion->done) {
+    if (!stalled && !stop_requested) {
+      completion->signal.expires_at(context.last_progress +
+                                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(settings.stall_timeout));
+    } else {
+      completion->signal.expires_at(asio::steady_timer::time_point::max());
+    }
+    auto [error] = co_await completion->signal.async_wait(kAwait);
+    if (completion->done) break;
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+      co_await asio::this_coro::reset_cancellation_state();
+      desk_stopping = true;
+      stop->emit(asio::cancellation_type::terminal);
+      continue;
+    }
+    if (!error && !stalled && std::chrono::steady_clock::now() >= context.last_progress + settings.stall_timeout) {
+      stalled = true;
+      stop->emit(asio::cancellation_type::terminal);
+    }
+  }
+  co_await asio::this_coro::throw_if_cancelled(true);
+
+  if (!completion->error) {
+    publish(event_kind::kTurnFinished, {{"trigger", trigger.id}, {"reply", completion->outcome.reply}});
+  } else if (stalled) {
+    publish(event_kind::kTurnFailed,
+            {{"trigger", trigger.id}, {"stalled", true},
+             {"error", "The turn made no progress for " + std::to_string(settings.stall_timeout.count() / 1000.0).substr(0, 5) +
+                           " seconds (no model output, no tool event) and was ended as stalled."}});
+  } else if (is_cancellation(completion->error) && (stop_requested || desk_stopping)) {
+    publish(event_kind::kTurnStopped, {{"trigger", trigger.id}, {"reason", desk_stopping ? "the desk stopped" : "/stop"}});
+  } else {
+    publish(event_kind::kTurnFailed, {{"trigger", trigger.id}, {"error", describe(completion->error)}});
+  }
+
+  // Steering the turn never picked up is the next thing the desk does, in arrival order.
+  std::vector<Trigger> leftover = inbox.take_undelivered();
+  for (auto it = leftover.rbegin(); it != leftover.rend(); ++it) enqueue(std::move(*it), true);
+  if (!desk_stopping) {
+    finish(trigger);
+    for (const auto& steering : delivered_steering) finish(steering);
+  }
+  delivered_steering.clear();
+  running_trigger.reset();
+  turn_stop.reset();
+  state = DeskState::idle;
+  if (desk_stopping) throw boost::system::system_error(asio::error::operation_aborted);
+}
+
+DeskRuntime::DeskRuntime(asio::any_io_executor executor, DeskSettings settings, EventBus& bus,
+                         std::shared_ptr<TurnRunner> turn_runner, const Clock& clock, DeskParts parts)
+    : core_(std::make_shared<DeskCore>(std::move(executor), std::move(settings), bus, std::move(turn_runner), clock,
+                                   std::move(parts))) {}
+
+DeskRuntime::~DeskRuntime() = default;
+
+const std::string& DeskRuntime::name() const { return core_->settings.name; }
+DeskState DeskRuntime::state() const { return core_->state; }
+bool DeskRuntime::paused() const { return core_->paused; }
+TurnRunner& DeskRuntime::turn_runner() { return *core_->runner; }
+UsageTracker* DeskRuntime::usage_tracker() { return core_->parts.usage_tracker; }
+std::size_t DeskRuntime::queued_count() const { return core_->queued.load(); }
+std::vector<CommandEntry> DeskRuntime::command_catalogue() const { return catalogue(*core_); }
+
+Result<void> DeskRuntime::submit(Trigger trigger) {
+  if (trigger.desk != core_->settings.name) {
+    return Error::make(ErrorCode::invalid_argument,
+                       "Trigger for desk '" + trigger.desk + "' was sent to desk '" + core_->settings.name + "'");
+  }
+  if (trigger.id.empty()) trigger.id = make_trigger_id();
+  // Journaled before it is acknowledged: once submit returns, a crash cannot lose it.
+  Event accepted = core_->bus.publish(core_->settings.name, event_kind::kTriggerAccepted, to_json(trigger));
+  if (core_->parts.journal != nullptr) DESKD_RETURN_IF_ERROR(core_->parts.journal->append(accepted));
+  asio::post(core_->executor, [core = core_, trigger = std::move(trigger)]() mutable { core->accept(std::move(trigger)); });
+  return success();
+}
+
+awaitable<void> DeskRuntime::run() {
+  auto core = core_;
+  core->state = DeskState::idle;
+  core->publish(event_kind::kDeskStarted);
+  if (core->parts.session_keeper != nullptr) {
+    if (auto started = core->parts.session_keeper->start(*core->runner); !started.ok()) {
+      core->publish(event_kind::kTurnFailed, {{"error", "The session could not be resumed: " + started.error().what}});
+    }
+  }
+  if (core->parts.journal != nullptr) {
+    auto unfinished = Journal::unfinished_triggers(core->parts.journal->path());
+    if (unfinished.ok()) {
+      for (Trigger& trigger : *unfinished) {
+        trigger.redelivered = true;
+        core->enqueue(std::move(trigger));
+      }
+    }
+  }
+  try {
+    for (;;) {
+      while (core->queue.empty()) {
+        core->wake.expires_at(asio::steady_timer::time_point::max());
+        (void)co_await core->wake.async_wait(kAwait);
+        if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+          throw boost::system::system_error(asio::error::operation_aborted);
+        }
+      }
+      Trigger trigger = std::move(core->queue.front());
+      core->queue.pop_front();
+      core->queued = core->queue.size();
+      co_await core->handle(std::move(trigger));
+    }
+  } catch (const boost::system::system_error& error) {
+    if (error.code() != asio::error::operation_aborted) throw;
+  }
+  co_await asio::this_coro::reset_cancellation_state();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  for (auto& signal : core->beside) signal->emit(asio::cancellation_type::terminal);
+  core->beside.clear();
+  co_await core->runner->close();
+  if (core->parts.tool_registry) co_await core->parts.tool_registry->close();
+  core->state = DeskState::stopped;
+  core->publish(event_kind::kDeskStopped);
+}
+
+awaitable<std::string> DeskCore::roll_over() {
+  if (parts.session_keeper == nullptr) co_return "This desk keeps no sessions, so there is nothing to roll over.";
+  const std::string session = co_await parts.session_keeper->roll_over(*runner);
+  publish(event_kind::kSessionRolledOver, {{"session", session}, {"reason", "/rollover"}});
+  co_return "Rolled over: the day is summarised and session " + session + " has started.";
+}
+
+awaitable<std::string> DeskRuntime::roll_over() {
+  auto core = core_;
+  co_return co_await core->roll_over();
+}
+
+}  // namespace deskd::desk

@@ -1,0 +1,106 @@
+#pragma once
+// DeskRuntime: one desk — its queue of triggers and the loop that works through them, one
+// at a time (the seed's trading_agent.runtime.desk_runtime).
+//
+// A user message that arrives while a turn runs is steering: it waits in the steering
+// inbox for the turn's next tool round. /stop skips the queue and cancels the running turn;
+// read-only commands (/status, /usage, /help, /skills) and /btw are answered beside it.
+// Every message to the model starts with a line giving the India time and what woke the
+// desk. Replies travel as events (COMMAND_ANSWERED, TURN_FINISHED, ...).
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/result.h"
+#include "runner/desk/event_bus.h"
+#include "runner/desk/steering_inbox.h"
+#include "runner/desk/trigger.h"
+#include "runner/desk/turn_runner.h"
+
+namespace deskd::tools {
+class ToolRegistry;
+}
+
+namespace deskd::desk {
+
+class Journal;
+class MarketStatus;
+struct DeskCore;
+class SessionKeeper;
+class SkillLibrary;
+class UsageTracker;
+
+/// Whether a desk is stopped, waiting for a trigger or running a turn.
+enum class DeskState { stopped, idle, running };
+std::string_view desk_state_name(DeskState state);
+
+/// The desk's settings.
+struct DeskSettings {
+  std::string name;
+  std::string mode = "dry_run";  ///< "dry_run" or "live", reported by /status
+  /// A turn with no model output and no tool event for this long is ended as stalled.
+  std::chrono::milliseconds stall_timeout = std::chrono::minutes(5);
+};
+
+/// The optional parts a desk may have; every pointer may be null.
+struct DeskParts {
+  std::shared_ptr<tools::ToolRegistry> tool_registry;  ///< closed when the desk stops
+  SessionKeeper* session_keeper = nullptr;
+  const SkillLibrary* skill_library = nullptr;
+  UsageTracker* usage_tracker = nullptr;
+  const MarketStatus* market_status = nullptr;
+  Journal* journal = nullptr;
+};
+
+/// One entry of the command menu.
+struct CommandEntry {
+  std::string name;         ///< "/status"
+  std::string description;
+};
+
+class DeskRuntime {
+ public:
+  /// Creates the desk without starting its loop. All members run on `executor`, which
+  /// must not run handlers concurrently (an io_context on one thread, or a strand).
+  DeskRuntime(boost::asio::any_io_executor executor, DeskSettings settings, EventBus& bus,
+              std::shared_ptr<TurnRunner> turn_runner, const Clock& clock, DeskParts parts = {});
+  ~DeskRuntime();
+
+  const std::string& name() const;
+  DeskState state() const;
+  bool paused() const;
+  TurnRunner& turn_runner();
+  UsageTracker* usage_tracker();
+
+  /// Adds a trigger (journaled first, so once this returns nothing is lost). Safe from any
+  /// thread. A /stop is answered at once, read-only commands beside the running turn, and a
+  /// user message during a turn goes to the steering inbox. Refuses a trigger addressed to
+  /// another desk: "Trigger for desk 'a' was sent to desk 'b'".
+  Result<void> submit(Trigger trigger);
+
+  /// The desk's commands and usable skills, for a client's command menu.
+  std::vector<CommandEntry> command_catalogue() const;
+
+  /// How many triggers wait to be handled.
+  std::size_t queued_count() const;
+
+  /// Handles triggers one at a time until cancelled; re-queues the journal's unfinished
+  /// triggers first. Then closes the turn runner and the tools, and reports DESK_STOPPED.
+  boost::asio::awaitable<void> run();
+
+  /// Ends the session with a summary and starts a fresh one, for /rollover.
+  boost::asio::awaitable<std::string> roll_over();
+
+ private:
+  std::shared_ptr<DeskCore> core_;
+};
+
+}  // namespace deskd::desk

@@ -1,0 +1,42 @@
+#pragma once
+// Event: one thing that happened on a desk, as the journal and the control socket carry
+// it: {"id", "time", "desk", "kind", "data"}. Kinds are upper-case words.
+
+#include <boost/json/object.hpp>
+
+#include <string>
+
+namespace deskd::desk {
+
+struct Event {
+  std::string id;    ///< "e-" + a number that grows per process, unique per bus
+  std::string time;  ///< ISO 8601 in India time, e.g. 2026-11-30T09:14:05+05:30
+  std::string desk;
+  std::string kind;  ///< DESK_STARTED, TRIGGER_QUEUED, TURN_STARTED, MODEL_TEXT, ...
+  boost::json::object data;
+};
+
+/// The event as one JSON object.
+boost::json::object to_json(const Event& event);
+
+/// The kinds deskd publishes.
+namespace event_kind {
+inline constexpr const char* kDeskStarted = "DESK_STARTED";
+inline constexpr const char* kDeskStopped = "DESK_STOPPED";
+inline constexpr const char* kTriggerAccepted = "TRIGGER_ACCEPTED";  // journaled before acknowledging
+inline constexpr const char* kTriggerQueued = "TRIGGER_QUEUED";
+inline constexpr const char* kTriggerFinished = "TRIGGER_FINISHED";
+inline constexpr const char* kTurnStarted = "TURN_STARTED";
+inline constexpr const char* kModelText = "MODEL_TEXT";
+inline constexpr const char* kToolCalled = "TOOL_CALLED";
+inline constexpr const char* kToolFinished = "TOOL_FINISHED";
+inline constexpr const char* kSteeringQueued = "STEERING_QUEUED";
+inline constexpr const char* kSteeringDelivered = "STEERING_DELIVERED";
+inline constexpr const char* kCommandAnswered = "COMMAND_ANSWERED";
+inline constexpr const char* kTurnFinished = "TURN_FINISHED";
+inline constexpr const char* kTurnFailed = "TURN_FAILED";
+inline constexpr const char* kTurnStopped = "TURN_STOPPED";
+inline constexpr const char* kSessionRolledOver = "SESSION_ROLLED_OVER";
+}  // namespace event_kind
+
+}  // namespace deskd::desk

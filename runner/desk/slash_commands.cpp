@@ -1,0 +1,196 @@
+// The desk's slash commands, answered by code: /stop cancels the running turn at once;
+// /status, /usage, /help and /skills only read the desk and are answered beside a turn;
+// /btw asks the model a side question beside it; /pause and /resume switch the model off
+// and on; /queue holds a message for the next turn; /rollover and skills wait their turn.
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+
+#include "runner/desk/desk_core.h"
+#include "runner/desk/india_time.h"
+#include "runner/desk/session_keeper.h"
+#include "runner/desk/skill_library.h"
+#include "runner/desk/usage_tracker.h"
+
+namespace deskd::desk {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+
+namespace {
+
+struct ParsedCommand {
+  std::string name;       // "/status"
+  std::string arguments;  // the rest, trimmed
+};
+
+ParsedCommand parse(const std::string& text) {
+  const std::size_t end = text.find_first_of(" \t\n");
+  ParsedCommand command{text.substr(0, end), ""};
+  if (end != std::string::npos) {
+    const std::size_t start = text.find_first_not_of(" \t\n", end);
+    if (start != std::string::npos) command.arguments = text.substr(start);
+  }
+  return command;
+}
+
+const std::pair<const char*, const char*> kCommands[] = {
+    {"/status", "what the desk is doing, its queue, session, mode and today's usage"},
+    {"/usage", "today's model usage and its estimated cost"},
+    {"/help", "this list"},
+    {"/skills", "the desk's skills"},
+    {"/stop", "stop the running turn at once; the queue goes on"},
+    {"/btw", "/btw <question>: ask the model a side question beside the running turn"},
+    {"/queue", "/queue <message>: hold a message for the next turn instead of steering this one"},
+    {"/pause", "answer without asking any model until /resume"},
+    {"/resume", "let the desk ask its model again"},
+    {"/rollover", "summarise the session and start a fresh one"},
+};
+
+std::string seconds_since(std::chrono::system_clock::time_point start, std::chrono::system_clock::time_point now) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) + " s";
+}
+
+std::string status_text(DeskCore& core) {
+  std::string text = "Desk " + core.settings.name + ": ";
+  if (core.state == DeskState::running && core.running_trigger) {
+    const Trigger& running = *core.running_trigger;
+    const std::string what = running.source == Trigger::Source::schedule ? "the schedule '" + running.schedule + "'"
+                                                                          : "a message";
+    text += "running a turn for " + seconds_since(core.running_since, core.clock.now()) + " (" + what + ")";
+  } else {
+    text += std::string(desk_state_name(core.state));
+  }
+  text += "\nQueue: " + std::to_string(core.queue.size()) + " waiting";
+  if (core.inbox.size() > 0) text += ", " + std::to_string(core.inbox.size()) + " steering message(s) for the running turn";
+  text += "\nSession: " + (core.parts.session_keeper ? core.parts.session_keeper->session().id : std::string("none kept"));
+  text += "\nMode: " + core.settings.mode;
+  text += std::string("\nPaused: ") + (core.paused ? "yes" : "no");
+  text += "\n" + (core.parts.usage_tracker ? core.parts.usage_tracker->describe() : std::string("Usage today: not tracked"));
+  return text;
+}
+
+std::string skills_text(const DeskCore& core) {
+  if (core.parts.skill_library == nullptr) return "This desk has no skills.";
+  std::string text;
+  for (const auto& skill : core.parts.skill_library->skills()) {
+    text += "/" + skill.name + ": " + skill.description + "\n";
+  }
+  for (const auto& problem : core.parts.skill_library->problems()) {
+    text += "(not usable) " + problem.text() + "\n";
+  }
+  if (text.empty()) return "This desk has no skills.";
+  text.pop_back();
+  return text;
+}
+
+// Answers a /btw question beside the running turn; cancelled when the desk stops.
+void ask_beside(DeskCore& core, const Trigger& trigger, std::string question) {
+  auto signal = std::make_shared<asio::cancellation_signal>();
+  core.beside.push_back(signal);
+  auto self = core.shared_from_this();
+  asio::co_spawn(core.executor, core.runner->side_question(std::move(question)),
+                 asio::bind_cancellation_slot(signal->slot(), [self, signal, trigger](std::exception_ptr error, std::string reply) {
+                   std::erase(self->beside, signal);
+                   if (error) {
+                     try {
+                       std::rethrow_exception(error);
+                     } catch (const std::exception& failure) {
+                       reply = std::string("The side question failed: ") + failure.what();
+                     } catch (...) {
+                       reply = "The side question failed.";
+                     }
+                   }
+                   self->answer(trigger, "/btw", std::move(reply));
+                   self->finish(trigger);
+                 }));
+}
+
+}  // namespace
+
+std::vector<CommandEntry> catalogue(const DeskCore& core) {
+  std::vector<CommandEntry> entries;
+  for (const auto& [name, description] : kCommands) entries.push_back({name, description});
+  if (core.parts.skill_library != nullptr) {
+    for (const auto& skill : core.parts.skill_library->skills()) entries.push_back({"/" + skill.name, skill.description});
+  }
+  return entries;
+}
+
+void handle_command(DeskCore& core, Trigger trigger) {
+  const ParsedCommand command = parse(trigger.text);
+  const auto reply_now = [&](std::string reply) {
+    core.answer(trigger, command.name, std::move(reply));
+    core.finish(trigger);
+  };
+  if (command.name == "/stop") {
+    if (core.state == DeskState::running && core.turn_stop) {
+      core.stop_requested = true;
+      core.turn_stop->emit(asio::cancellation_type::terminal);
+      return reply_now("Stopping the running turn; the queue goes on.");
+    }
+    return reply_now("No turn is running.");
+  }
+  if (command.name == "/status") return reply_now(status_text(core));
+  if (command.name == "/usage") {
+    return reply_now(core.parts.usage_tracker ? core.parts.usage_tracker->describe() : "This desk tracks no usage.");
+  }
+  if (command.name == "/help") {
+    std::string text = "Commands:";
+    for (const auto& entry : catalogue(core)) text += "\n" + entry.name + " - " + entry.description;
+    return reply_now(text);
+  }
+  if (command.name == "/skills") return reply_now(skills_text(core));
+  if (command.name == "/pause") {
+    core.paused = true;
+    return reply_now("Paused: the desk answers without asking any model until /resume.");
+  }
+  if (command.name == "/resume") {
+    core.paused = false;
+    return reply_now("Resumed: the desk asks its model again.");
+  }
+  if (command.name == "/btw") {
+    if (command.arguments.empty()) return reply_now("Ask a question after /btw, for example: /btw what is the lot size?");
+    return ask_beside(core, trigger, command.arguments);
+  }
+  if (command.name == "/queue") {
+    if (command.arguments.empty()) return reply_now("Write the message after /queue.");
+    trigger.text = command.arguments;
+    trigger.queued_explicitly = true;
+    return core.enqueue(std::move(trigger));
+  }
+  const bool is_skill = core.parts.skill_library != nullptr && command.name.size() > 1 &&
+                        core.parts.skill_library->find(command.name.substr(1)) != nullptr;
+  if (command.name == "/rollover" || is_skill) return core.enqueue(std::move(trigger));
+  reply_now("Unknown command " + command.name + ". Send /help for the list of commands.");
+}
+
+awaitable<bool> run_queued_command(DeskCore& core, const Trigger& trigger) {
+  if (trigger.queued_explicitly || trigger.text.empty() || trigger.text.front() != '/') co_return false;
+  const ParsedCommand command = parse(trigger.text);
+  if (command.name == "/rollover") {
+    std::string reply;
+    try {
+      reply = co_await core.roll_over();
+    } catch (const std::exception& error) {
+      reply = std::string("The rollover failed: ") + error.what();
+    }
+    core.answer(trigger, command.name, std::move(reply));
+    core.finish(trigger);
+    co_return true;
+  }
+  if (core.parts.skill_library != nullptr && core.parts.skill_library->find(command.name.substr(1)) != nullptr) {
+    if (core.paused) co_return false;  // answered as any paused turn
+    auto invocation = core.parts.skill_library->invocation(command.name.substr(1), command.arguments);
+    if (!invocation.ok()) {
+      core.answer(trigger, command.name, invocation.error().what);
+      core.finish(trigger);
+      co_return true;
+    }
+    co_await core.run_turn(trigger, core.context_line(trigger) + "\n\n" + *invocation);
+    co_return true;
+  }
+  co_return false;
+}
+
+}  // namespace deskd::desk

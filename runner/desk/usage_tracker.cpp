@@ -1,0 +1,287 @@
+#include "runner/desk/usage_tracker.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cerrno>
+#include <cstdio>
+
+#include "base/unique_fd.h"
+
+namespace deskd::desk {
+namespace {
+
+constexpr std::int64_t kFormatVersion = 1;
+// A day of a few models is a few hundred bytes; a bigger file is not ours.
+constexpr std::size_t kMaximumFileBytes = 1 << 20;
+constexpr const char* kCounterNames[] = {"requests", "input_tokens", "output_tokens",
+                                         "cache_read_tokens", "cache_write_tokens"};
+
+Result<std::string> read_file(const std::filesystem::path& file) {
+  UniqueFd fd(retry_on_eintr([&] { return ::open(file.c_str(), O_RDONLY | O_CLOEXEC); }));
+  if (!fd) return Error::from_errno(errno, "The usage file " + file.native() + " cannot be opened");
+  std::string contents;
+  char buffer[16384];
+  for (;;) {
+    const ssize_t count = retry_on_eintr([&] { return ::read(fd.get(), buffer, sizeof buffer); });
+    if (count < 0)
+      return Error::from_errno(errno, "Reading the usage file " + file.native() + " failed");
+    if (count == 0) return contents;
+    contents.append(buffer, static_cast<std::size_t>(count));
+    if (contents.size() > kMaximumFileBytes) {
+      return Error::make(
+          ErrorCode::invalid_argument,
+          "The usage file " + file.native() + " is over 1 MiB, so it is not a usage file.");
+    }
+  }
+}
+
+Result<void> write_all(int fd, std::string_view contents, const std::filesystem::path& file) {
+  while (!contents.empty()) {
+    const ssize_t written =
+        retry_on_eintr([&] { return ::write(fd, contents.data(), contents.size()); });
+    if (written < 0) return Error::from_errno(errno, "Writing " + file.native() + " failed");
+    contents.remove_prefix(static_cast<std::size_t>(written));
+  }
+  return success();
+}
+
+// Temporary file, fsync, rename, fsync of the folder: after a crash the file holds the old
+// day or the new one, never half of either, and the rename itself survives a power cut.
+Result<void> write_atomically(const std::filesystem::path& file, std::string_view contents) {
+  const std::filesystem::path folder = file.has_parent_path() ? file.parent_path() : ".";
+  const std::filesystem::path temporary = folder / ("." + file.filename().native() + ".tmp");
+  UniqueFd fd(retry_on_eintr([&] {
+    return ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  }));
+  if (!fd) return Error::from_errno(errno, "Creating " + temporary.native() + " failed");
+  Result<void> written = write_all(fd.get(), contents, temporary);
+  if (written.ok() && ::fsync(fd.get()) != 0) {
+    written = Error::from_errno(errno, "Flushing " + temporary.native() + " failed");
+  }
+  fd.reset();
+  if (written.ok() && ::rename(temporary.c_str(), file.c_str()) != 0) {
+    written = Error::from_errno(
+        errno, "Renaming " + temporary.native() + " to " + file.native() + " failed");
+  }
+  if (!written.ok()) {
+    ::unlink(temporary.c_str());
+    return written;
+  }
+  UniqueFd directory(
+      retry_on_eintr([&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }));
+  if (!directory || ::fsync(directory.get()) != 0) {
+    return Error::from_errno(errno, "Flushing the folder " + folder.native() + " failed");
+  }
+  return success();
+}
+
+// One place maps the file's counter names to fields, for both reading and writing.
+template <typename SomeModelUsage>  // ModelUsage or const ModelUsage
+auto* counter(SomeModelUsage& usage, std::string_view name) {
+  if (name == "requests") return &usage.requests;
+  if (name == "input_tokens") return &usage.tokens.input_tokens;
+  if (name == "output_tokens") return &usage.tokens.output_tokens;
+  if (name == "cache_read_tokens") return &usage.tokens.cache_read_tokens;
+  return &usage.tokens.cache_write_tokens;
+}
+
+std::string to_json(IndiaDate date, const std::map<std::string, ModelUsage, std::less<>>& models) {
+  boost::json::object day;
+  day["version"] = kFormatVersion;
+  day["date"] = iso_date(date);
+  boost::json::object by_model;
+  for (const auto& [name, usage] : models) {
+    boost::json::object counters;
+    for (const char* counter_name : kCounterNames) {
+      counters[counter_name] = *counter(usage, counter_name);
+    }
+    by_model[name] = std::move(counters);
+  }
+  day["models"] = std::move(by_model);
+  return boost::json::serialize(day) + "\n";
+}
+
+std::optional<std::uint64_t> as_counter(const boost::json::value& value) {
+  if (const auto* unsigned_value = value.if_uint64()) return *unsigned_value;
+  if (const auto* signed_value = value.if_int64(); signed_value != nullptr && *signed_value >= 0) {
+    return static_cast<std::uint64_t>(*signed_value);
+  }
+  return std::nullopt;
+}
+
+struct SavedDay {
+  IndiaDate date;
+  std::map<std::string, ModelUsage, std::less<>> models;
+};
+
+Result<SavedDay> from_json(std::string_view text, const std::filesystem::path& file) {
+  const auto corrupt = [&](const std::string& why) {
+    return Error::make(ErrorCode::invalid_argument,
+                       "The usage file " + file.native() + " is corrupt: " + why + ".");
+  };
+  boost::system::error_code error;
+  const boost::json::value value = boost::json::parse(text, error);
+  if (error) return corrupt("it is not JSON (" + error.message() + ")");
+  const auto* day = value.if_object();
+  if (day == nullptr) return corrupt("it is not a JSON object");
+  const auto* version = day->if_contains("version");
+  if (version == nullptr || !version->is_int64() || version->get_int64() != kFormatVersion) {
+    return corrupt("its \"version\" is not 1");
+  }
+  const auto* date_value = day->if_contains("date");
+  const auto date = date_value != nullptr && date_value->is_string()
+                        ? parse_iso_date(date_value->get_string())
+                        : std::nullopt;
+  if (!date) return corrupt("its \"date\" is not a date as YYYY-MM-DD");
+  const auto* models_value = day->if_contains("models");
+  if (models_value == nullptr || !models_value->is_object())
+    return corrupt("its \"models\" is not an object");
+  SavedDay saved{*date, {}};
+  for (const auto& [name, counters_value] : models_value->get_object()) {
+    const auto* counters = counters_value.if_object();
+    if (counters == nullptr)
+      return corrupt("the entry for \"" + std::string(name) + "\" is not an object");
+    ModelUsage usage;
+    for (const char* counter_name : kCounterNames) {
+      const auto* field = counters->if_contains(counter_name);
+      const auto count = field != nullptr ? as_counter(*field) : std::nullopt;
+      if (!count) {
+        return corrupt("\"" + std::string(name) + "\" has no whole, non-negative \"" +
+                       counter_name + "\"");
+      }
+      *counter(usage, counter_name) = *count;
+    }
+    saved.models.emplace(std::string(name), usage);
+  }
+  return saved;
+}
+
+std::string grouped(std::uint64_t number) {
+  std::string digits = std::to_string(number);
+  for (auto position = digits.size(); position > 3; position -= 3) {
+    digits.insert(position - 3, ",");
+  }
+  return digits;
+}
+
+std::string dollars(double amount) {
+  char buffer[64];
+  // Cents hide a day of a cheap model; small amounts get two more places.
+  std::snprintf(buffer, sizeof buffer, amount >= 0.1 || amount == 0 ? "$%.2f" : "$%.4f", amount);
+  return buffer;
+}
+
+std::string describe_model(std::string_view name, const ModelUsage& usage) {
+  std::string line = "  " + std::string(name) + ": " + grouped(usage.requests) +
+                     (usage.requests == 1 ? " request" : " requests") + "; tokens " +
+                     grouped(usage.tokens.input_tokens) + " in, " +
+                     grouped(usage.tokens.output_tokens) + " out";
+  if (usage.tokens.cache_read_tokens != 0)
+    line += ", " + grouped(usage.tokens.cache_read_tokens) + " cache read";
+  if (usage.tokens.cache_write_tokens != 0)
+    line += ", " + grouped(usage.tokens.cache_write_tokens) + " cache write";
+  line += usage.cost_usd ? "; about " + dollars(*usage.cost_usd)
+                         : "; cost unknown (no price for this model)";
+  return line;
+}
+
+}  // namespace
+
+double cost_of(const Usage& tokens, const ModelPrice& price) {
+  const auto part = [](std::uint64_t count, double per_million) {
+    return static_cast<double>(count) * per_million / 1e6;
+  };
+  return part(tokens.input_tokens, price.input_per_million) +
+         part(tokens.output_tokens, price.output_per_million) +
+         part(tokens.cache_read_tokens, price.cache_read_per_million) +
+         part(tokens.cache_write_tokens, price.cache_write_per_million);
+}
+
+UsageTracker::UsageTracker(const Clock& clock, std::filesystem::path file, PriceTable prices)
+    : clock_(clock),
+      file_(std::move(file)),
+      prices_(std::move(prices)),
+      date_(india_date(clock.now())) {}
+
+void UsageTracker::roll_over_if_new_day(IndiaDate now) const {
+  if (now == date_) return;
+  date_ = now;
+  models_.clear();
+}
+
+Result<void> UsageTracker::load() {
+  std::lock_guard lock(mutex_);
+  roll_over_if_new_day(india_date(clock_.now()));
+  models_.clear();
+  std::error_code error;
+  if (!std::filesystem::exists(file_, error) && !error) return success();
+  DESKD_ASSIGN_OR_RETURN(const std::string text, read_file(file_));
+  DESKD_ASSIGN_OR_RETURN(SavedDay saved, from_json(text, file_));
+  // A file from another India day describes a day that is over: today starts empty.
+  if (saved.date == date_) models_ = std::move(saved.models);
+  return success();
+}
+
+Result<void> UsageTracker::record(std::string_view model, const Usage& usage) {
+  std::lock_guard lock(mutex_);
+  roll_over_if_new_day(india_date(clock_.now()));
+  auto found = models_.find(model);
+  if (found == models_.end()) found = models_.emplace(std::string(model), ModelUsage{}).first;
+  ModelUsage& total = found->second;
+  total.requests += 1;
+  total.tokens.input_tokens += usage.input_tokens;
+  total.tokens.output_tokens += usage.output_tokens;
+  total.tokens.cache_read_tokens += usage.cache_read_tokens;
+  total.tokens.cache_write_tokens += usage.cache_write_tokens;
+  return save();
+}
+
+Result<void> UsageTracker::save() const { return write_atomically(file_, to_json(date_, models_)); }
+
+DailyUsage UsageTracker::today() const {
+  std::lock_guard lock(mutex_);
+  roll_over_if_new_day(india_date(clock_.now()));
+  DailyUsage day{date_, models_};
+  for (auto& [name, usage] : day.models) {
+    const auto price = prices_.find(name);
+    if (price != prices_.end()) usage.cost_usd = cost_of(usage.tokens, price->second);
+  }
+  return day;
+}
+
+std::string UsageTracker::describe() const {
+  const DailyUsage day = today();
+  const std::string date =
+      format_india_day(day.date) + " " + std::to_string(static_cast<int>(day.date.year()));
+  if (day.models.empty()) return "No model usage today (" + date + ", India time).";
+  std::string text = "Usage today (" + date + ", India time):";
+  std::uint64_t requests = 0;
+  double known_cost = 0;
+  std::string unpriced;
+  std::size_t unpriced_count = 0;
+  for (const auto& [name, usage] : day.models) {
+    text += "\n" + describe_model(name, usage);
+    requests += usage.requests;
+    if (usage.cost_usd) {
+      known_cost += *usage.cost_usd;
+    } else {
+      unpriced += (unpriced.empty() ? "" : ", ") + name;
+      ++unpriced_count;
+    }
+  }
+  if (day.models.size() > 1) {
+    text += "\n  Total: " + grouped(requests) + " requests; ";
+    if (unpriced.empty()) {
+      text += "about " + dollars(known_cost);
+    } else if (unpriced_count == day.models.size()) {
+      text += "cost unknown";
+    } else {
+      text += "about " + dollars(known_cost) + " plus an unknown cost for " + unpriced;
+    }
+  }
+  return text;
+}
+
+}  // namespace deskd::desk

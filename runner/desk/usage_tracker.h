@@ -1,0 +1,95 @@
+#pragma once
+// UsageTracker: what a desk's models used today (the India day), for /usage and /status.
+// Only token counts and requests are kept; the cost is worked out from the price table
+// whenever it is asked for, so a corrected price applies to the whole day.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/clock.h"
+#include "base/result.h"
+#include "runner/desk/india_time.h"
+
+namespace deskd::desk {
+
+/// Tokens of one model call, or a sum of them.
+struct Usage {
+  std::uint64_t input_tokens = 0;
+  std::uint64_t output_tokens = 0;
+  std::uint64_t cache_read_tokens = 0;
+  std::uint64_t cache_write_tokens = 0;
+
+  bool operator==(const Usage&) const = default;
+};
+
+/// What a model costs, in US dollars per million tokens of each kind.
+struct ModelPrice {
+  double input_per_million = 0;
+  double output_per_million = 0;
+  double cache_read_per_million = 0;
+  double cache_write_per_million = 0;
+};
+
+/// Prices by model name, exactly as the provider reports the model.
+using PriceTable = std::map<std::string, ModelPrice, std::less<>>;
+
+/// One model's usage today.
+struct ModelUsage {
+  Usage tokens;
+  std::uint64_t requests = 0;
+  std::optional<double> cost_usd;  ///< nullopt when the price table does not know the model.
+};
+
+/// Every model's usage on one India day.
+struct DailyUsage {
+  IndiaDate date;
+  std::map<std::string, ModelUsage, std::less<>> models;
+};
+
+class UsageTracker {
+ public:
+  /// A tracker that keeps its day in `file` (its folder must exist) and prices calls with
+  /// `prices`. Starts empty; call load() to pick up a day saved before a restart.
+  UsageTracker(const Clock& clock, std::filesystem::path file, PriceTable prices);
+
+  /// Reads the saved file. A missing file, or one from another India day, leaves today
+  /// empty; an unreadable or corrupt file is an error, today stays empty, and the next
+  /// record() replaces the file.
+  Result<void> load();
+
+  /// Adds one request's `usage` for `model` to today (first starting a new day if the
+  /// India date has changed), then saves. The count is kept even when saving fails.
+  Result<void> record(std::string_view model, const Usage& usage);
+
+  /// Today's usage with costs; empty once the India day has changed.
+  DailyUsage today() const;
+
+  /// A few lines for /usage and /status: per model tokens, requests and cost, and a total.
+  std::string describe() const;
+
+  const std::filesystem::path& file() const { return file_; }
+
+ private:
+  /// Empties the day if the clock has moved to another India date. Needs mutex_.
+  void roll_over_if_new_day(IndiaDate now) const;
+  /// Writes the day to file_ atomically. Needs mutex_.
+  Result<void> save() const;
+
+  const Clock& clock_;
+  const std::filesystem::path file_;
+  const PriceTable prices_;
+  mutable std::mutex mutex_;
+  // Mutable because reading "today" after midnight must drop yesterday.
+  mutable IndiaDate date_;
+  mutable std::map<std::string, ModelUsage, std::less<>> models_;  // costs left unset
+};
+
+/// The estimated cost of `tokens` at `price`, in US dollars.
+double cost_of(const Usage& tokens, const ModelPrice& price);
+
+}  // namespace deskd::desk

@@ -1,0 +1,60 @@
+#pragma once
+// ModelProvider: one call to a model. Messages are provider-neutral JSON, in the shape the
+// transcript keeps:
+//   {"role": "user"|"assistant", "content": [blocks]} with blocks
+//   {"type": "text", "text"}, {"type": "tool_use", "id", "name", "input"},
+//   {"type": "tool_result", "tool_use_id", "content", "is_error"}.
+// Each provider (anthropic, openai, script) translates them to its own wire format.
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <string>
+#include <vector>
+
+#include "runner/desk/usage_tracker.h"
+
+namespace deskd::model {
+
+/// A tool the model may call.
+struct ToolSpec {
+  std::string name;
+  std::string description;
+  boost::json::object input_schema;
+};
+
+/// What the call is for; the script provider answers side questions and summaries
+/// without spending a scripted turn.
+enum class Purpose { turn, side_question, summary };
+
+struct ModelRequest {
+  std::string system;
+  boost::json::array messages;
+  std::vector<ToolSpec> tools;
+  Purpose purpose = Purpose::turn;
+};
+
+struct ToolCall {
+  std::string id;
+  std::string name;
+  boost::json::object input;
+};
+
+struct ModelResponse {
+  std::string text;
+  std::vector<ToolCall> tool_calls;
+  desk::Usage usage;
+  std::string model;  ///< the model that answered, for usage and cost
+};
+
+class ModelProvider {
+ public:
+  virtual ~ModelProvider() = default;
+  /// Asks the model once. Throws on failure (with a sentence a person can act on).
+  virtual boost::asio::awaitable<ModelResponse> complete(ModelRequest request) = 0;
+  /// The provider's name and model, e.g. "script", "anthropic:claude-...".
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace deskd::model

@@ -1,0 +1,59 @@
+#pragma once
+// ModelTurnRunner: the agent loop. Ask the model; run the tool calls it makes through the
+// desk's ToolRegistry, in order; hand back the results, with any steering messages that
+// arrived meanwhile; until the model answers without tools.
+
+#include <memory>
+#include <string>
+
+#include "runner/desk/turn_runner.h"
+#include "runner/model/model_provider.h"
+
+namespace deskd::tools {
+class ToolRegistry;
+}
+namespace deskd::desk {
+class SessionKeeper;
+class UsageTracker;
+}  // namespace deskd::desk
+
+namespace deskd::model {
+
+struct TurnRunnerSettings {
+  std::string system_prompt;
+  /// A turn that asks for more tool rounds than this ends with an error.
+  int maximum_tool_rounds = 100;
+  /// Each tool result is cut to this many bytes before the model sees it.
+  std::size_t maximum_tool_result_bytes = 100000;
+};
+
+class ModelTurnRunner final : public desk::TurnRunner {
+ public:
+  /// `keeper` and `usage` may be null.
+  ModelTurnRunner(std::shared_ptr<ModelProvider> provider, std::shared_ptr<tools::ToolRegistry> registry,
+                  TurnRunnerSettings settings, desk::SessionKeeper* keeper = nullptr,
+                  desk::UsageTracker* usage = nullptr);
+
+  boost::asio::awaitable<desk::TurnOutcome> run_turn(std::string message, desk::TurnContext& context) override;
+  boost::asio::awaitable<std::string> side_question(std::string question) override;
+  boost::asio::awaitable<std::string> summarise() override;
+  void resume_session(const desk::Session& session) override;
+  boost::asio::awaitable<void> close() override;
+
+  /// The transcript so far (for tests and the session keeper).
+  const boost::json::array& transcript() const { return transcript_; }
+
+ private:
+  ModelRequest request(Purpose purpose, boost::json::array messages) const;
+  boost::asio::awaitable<ModelResponse> ask(ModelRequest request);
+
+  std::shared_ptr<ModelProvider> provider_;
+  std::shared_ptr<tools::ToolRegistry> registry_;
+  TurnRunnerSettings settings_;
+  desk::SessionKeeper* keeper_;
+  desk::UsageTracker* usage_;
+  std::string summary_;
+  boost::json::array transcript_;
+};
+
+}  // namespace deskd::model

@@ -1,0 +1,363 @@
+// DeskRuntime with a controllable fake turn runner: one trigger at a time, steering,
+// commands beside a running turn, /stop, stalls, pause, rollover, re-delivery, threads.
+
+#include "runner/desk/desk_runtime.h"
+
+#include <boost/asio.hpp>
+#include <filesystem>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "runner/desk/journal.h"
+#include "runner/desk/session_keeper.h"
+
+namespace deskd::desk {
+namespace {
+
+namespace asio = boost::asio;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// A turn runner whose turns wait until released (or run at once), and that picks up
+// steering when released.
+class FakeTurnRunner final : public TurnRunner {
+ public:
+  explicit FakeTurnRunner(asio::io_context& context) : release_(context, asio::steady_timer::time_point::max()) {}
+  asio::awaitable<TurnOutcome> run_turn(std::string message, TurnContext& context) override {
+    messages.push_back(message);
+    ++turns_started;
+    if (block) {
+      // release() cancels the timer; a /stop cancels the coroutine, which must then throw.
+      co_await release_.async_wait(asio::as_tuple(asio::use_awaitable));
+      if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+        throw boost::system::system_error(asio::error::operation_aborted);
+      }
+    }
+    if (take_steering) {
+      for (const Trigger& steering : context.take_steering()) steered.push_back(steering.text);
+    }
+    context.publish("MODEL_TEXT", {{"text", "thinking"}});
+    co_return TurnOutcome{"reply to " + message.substr(message.rfind('\n') + 1)};
+  }
+  asio::awaitable<std::string> side_question(std::string question) override { co_return "side answer: " + question; }
+  asio::awaitable<std::string> summarise() override {
+    ++summaries;
+    co_return "the day in brief";
+  }
+  void resume_session(const Session& session) override { resumed.push_back(session.id); }
+  asio::awaitable<void> close() override {
+    closed = true;
+    co_return;
+  }
+  void release() {
+    release_.cancel();
+    release_.expires_at(asio::steady_timer::time_point::max());
+  }
+
+  bool block = false;
+  bool take_steering = true;
+  int turns_started = 0;
+  int summaries = 0;
+  bool closed = false;
+  std::vector<std::string> messages, steered, resumed;
+
+ private:
+  asio::steady_timer release_;
+};
+
+class DeskRuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/deskd-desk-XXXXXX";
+    state_ = ::mkdtemp(pattern);
+    subscription_ = bus_.subscribe(context_.get_executor(), 100000);
+  }
+  void TearDown() override {
+    stop_desk();
+    std::filesystem::remove_all(state_);
+  }
+
+  void start_desk(DeskParts parts = {}, DeskSettings settings = {}) {
+    if (settings.name.empty()) settings.name = "nifty";
+    desk_ = std::make_unique<DeskRuntime>(context_.get_executor(), settings, bus_, runner_, clock_, std::move(parts));
+    asio::co_spawn(context_, desk_->run(), asio::bind_cancellation_slot(stop_.slot(), [this](std::exception_ptr) { run_ended_ = true; }));
+    wait_for("DESK_STARTED");
+  }
+  void stop_desk() {
+    if (!desk_ || run_ended_) return;
+    stop_.emit(asio::cancellation_type::terminal);
+    run_until([&] { return run_ended_; });
+  }
+
+  // Runs the io_context until `done` holds (or 5 s pass, which fails the test).
+  template <typename Predicate>
+  void run_until(Predicate done) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!done() && std::chrono::steady_clock::now() < give_up) {
+      context_.restart();
+      context_.run_for(std::chrono::milliseconds(5));
+      while (auto event = subscription_->try_next()) events_.push_back(std::move(*event));
+    }
+    ASSERT_TRUE(done()) << "timed out";
+  }
+  const Event* find(const std::string& kind, std::size_t skip = 0) const {
+    for (const Event& event : events_) {
+      if (event.kind == kind && skip-- == 0) return &event;
+    }
+    return nullptr;
+  }
+  std::size_t count(const std::string& kind) const {
+    return std::count_if(events_.begin(), events_.end(), [&](const Event& event) { return event.kind == kind; });
+  }
+  const Event& wait_for(const std::string& kind, std::size_t skip = 0) {
+    run_until([&] { return find(kind, skip) != nullptr; });
+    return *find(kind, skip);
+  }
+  Trigger message(std::string text, std::string desk = "nifty") {
+    Trigger trigger;
+    trigger.id = make_trigger_id();
+    trigger.desk = std::move(desk);
+    trigger.text = std::move(text);
+    trigger.sender = "ravi";
+    trigger.received = clock_.now();
+    return trigger;
+  }
+  std::string reply_of(const Event& event) const { return std::string(event.data.at("reply").as_string()); }
+
+  // Monday 30 November 2026, 09:14:05 IST.
+  ManualClock clock_{Clock::TimePoint{std::chrono::seconds(1796010245)}};
+  asio::io_context context_;
+  EventBus bus_{clock_};
+  std::shared_ptr<EventSubscription> subscription_;
+  std::shared_ptr<FakeTurnRunner> runner_ = std::make_shared<FakeTurnRunner>(context_);
+  std::unique_ptr<DeskRuntime> desk_;
+  asio::cancellation_signal stop_;
+  bool run_ended_ = false;
+  std::vector<Event> events_;
+  std::filesystem::path state_;
+};
+
+TEST_F(DeskRuntimeTest, RefusesATriggerForAnotherDesk) {
+  start_desk();
+  const auto refused = desk_->submit(message("hello", "banknifty"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().what, "Trigger for desk 'banknifty' was sent to desk 'nifty'");
+}
+
+TEST_F(DeskRuntimeTest, StartsIdleAndRunsATurnWithTheContextLine) {
+  EXPECT_EQ(DeskRuntime(context_.get_executor(), {.name = "nifty"}, bus_, runner_, clock_).state(), DeskState::stopped);
+  start_desk();
+  EXPECT_EQ(desk_->state(), DeskState::idle);
+  ASSERT_TRUE(desk_->submit(message("what is the plan?")).ok());
+  const Event& finished = wait_for("TURN_FINISHED");
+  EXPECT_EQ(reply_of(finished), "reply to what is the plan?");
+  ASSERT_EQ(runner_->messages.size(), 1u);
+  EXPECT_THAT(runner_->messages[0], StartsWith("It is Monday 30 November 2026, 09:14:05 IST. Woken by a message from ravi.\n\n"));
+  EXPECT_EQ(desk_->state(), DeskState::idle);
+}
+
+TEST_F(DeskRuntimeTest, HandlesOneTriggerAtATime) {
+  runner_->block = true;
+  start_desk();
+  ASSERT_TRUE(desk_->submit(message("first")).ok());
+  wait_for("TURN_STARTED");
+  ASSERT_TRUE(desk_->submit(message("/queue second")).ok());
+  wait_for("TRIGGER_QUEUED", 1);
+  EXPECT_EQ(runner_->turns_started, 1);
+  EXPECT_EQ(desk_->queued_count(), 1u);
+  runner_->block = false;
+  runner_->release();
+  wait_for("TURN_FINISHED");
+  wait_for("TURN_FINISHED", 1);
+  EXPECT_EQ(runner_->turns_started, 2);
+  EXPECT_THAT(runner_->messages[1], HasSubstr("\n\nsecond"));
+}
+
+TEST_F(DeskRuntimeTest, MessageDuringATurnSteersIt) {
+  runner_->block = true;
+  start_desk();
+  ASSERT_TRUE(desk_->submit(message("first")).ok());
+  wait_for("TURN_STARTED");
+  ASSERT_TRUE(desk_->submit(message("also check banknifty")).ok());
+  wait_for("STEERING_QUEUED");
+  runner_->release();
+  wait_for("TURN_FINISHED");
+  EXPECT_EQ(runner_->steered, std::vector<std::string>{"also check banknifty"});
+  EXPECT_NE(find("STEERING_DELIVERED"), nullptr);
+  EXPECT_EQ(runner_->turns_started, 1);
+}
+
+TEST_F(DeskRuntimeTest, SteeringTheTurnNeverPickedUpBecomesTheNextTrigger) {
+  runner_->block = true;
+  runner_->take_steering = false;
+  start_desk();
+  ASSERT_TRUE(desk_->submit(message("first")).ok());
+  wait_for("TURN_STARTED");
+  ASSERT_TRUE(desk_->submit(message("late thought")).ok());
+  wait_for("STEERING_QUEUED");
+  runner_->block = false;
+  runner_->release();
+  wait_for("TURN_FINISHED", 1);
+  ASSERT_EQ(runner_->messages.size(), 2u);
+  EXPECT_THAT(runner_->messages[1], HasSubstr("\n\nlate thought"));
+}
+
+TEST_F(DeskRuntimeTest, StopCancelsTheRunningTurnAndTheQueueGoesOn) {
+  runner_->block = true;
+  start_desk();
+  ASSERT_TRUE(desk_->submit(message("long work")).ok());
+  wait_for("TURN_STARTED");
+  ASSERT_TRUE(desk_->submit(message("/queue next")).ok());
+  wait_for("TRIGGER_QUEUED", 1);
+  runner_->block = false;
+  const auto before = std::chrono::steady_clock::now();
+  ASSERT_TRUE(desk_->submit(message("/stop")).ok());
+  wait_for("TURN_STOPPED");
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(1));
+  EXPECT_THAT(reply_of(wait_for("COMMAND_ANSWERED")), HasSubstr("Stopping"));
+  wait_for("TURN_FINISHED");
+  EXPECT_THAT(runner_->messages.back(), HasSubstr("\n\nnext"));
+}
+
+TEST_F(DeskRuntimeTest, ReadOnlyCommandsAndBtwAreAnsweredBesideARunningTurn) {
+  runner_->block = true;
+  start_desk();
+  ASSERT_TRUE(desk_->submit(message("long work")).ok());
+  wait_for("TURN_STARTED");
+  ASSERT_TRUE(desk_->submit(message("/status")).ok());
+  const std::string status = reply_of(wait_for("COMMAND_ANSWERED"));
+  EXPECT_THAT(status, HasSubstr("running a turn"));
+  EXPECT_THAT(status, HasSubstr("Mode: dry_run"));
+  ASSERT_TRUE(desk_->submit(message("/btw what is the lot size?")).ok());
+  EXPECT_EQ(reply_of(wait_for("COMMAND_ANSWERED", 1)), "side answer: what is the lot size?");
+  ASSERT_TRUE(desk_->submit(message("/help")).ok());
+  EXPECT_THAT(reply_of(wait_for("COMMAND_ANSWERED", 2)), HasSubstr("/stop"));
+  EXPECT_EQ(find("TURN_FINISHED"), nullptr);
+  runner_->release();
+  wait_for("TURN_FINISHED");
+}
+
+TEST_F(DeskRuntimeTest, UnknownCommandNamesHelp) {
+  start_desk();
+  ASSERT_TRUE(desk_->submit(message("/frobnicate now")).ok());
+  EXPECT_EQ(reply_of(wait_for("COMMAND_ANSWERED")), "Unknown command /frobnicate. Send /help for the list of commands.");
+}
+
+TEST_F(DeskRuntimeTest, APausedDeskAnswersWithoutAskingAModel) {
+  start_desk();
+  ASSERT_TRUE(desk_->submit(message("/pause")).ok());
+  wait_for("COMMAND_ANSWERED");
+  EXPECT_TRUE(desk_->paused());
+  ASSERT_TRUE(desk_->submit(message("hello")).ok());
+  EXPECT_THAT(reply_of(wait_for("TURN_FINISHED")), HasSubstr("paused"));
+  EXPECT_EQ(runner_->turns_started, 0);
+  ASSERT_TRUE(desk_->submit(message("/resume")).ok());
+  ASSERT_TRUE(desk_->submit(message("hello again")).ok());
+  wait_for("TURN_FINISHED", 1);
+  EXPECT_EQ(runner_->turns_started, 1);
+}
+
+TEST_F(DeskRuntimeTest, AStalledTurnIsEndedVisibly) {
+  runner_->block = true;
+  DeskSettings settings;
+  settings.stall_timeout = std::chrono::milliseconds(200);
+  start_desk({}, settings);
+  ASSERT_TRUE(desk_->submit(message("stuck")).ok());
+  const Event& failed = wait_for("TURN_FAILED");
+  EXPECT_THAT(std::string(failed.data.at("error").as_string()), HasSubstr("stalled"));
+  runner_->block = false;
+  ASSERT_TRUE(desk_->submit(message("after")).ok());
+  wait_for("TURN_FINISHED");
+}
+
+TEST_F(DeskRuntimeTest, StoppingTheDeskClosesItsParts) {
+  start_desk();
+  stop_desk();
+  EXPECT_TRUE(runner_->closed);
+  EXPECT_EQ(desk_->state(), DeskState::stopped);
+  run_until([&] { return find("DESK_STOPPED") != nullptr; });
+}
+
+TEST_F(DeskRuntimeTest, SubmitFromManyThreadsLosesAndDuplicatesNothing) {
+  start_desk();
+  std::vector<std::thread> threads;
+  for (int thread = 0; thread < 4; ++thread) {
+    threads.emplace_back([&, thread] {
+      for (int index = 0; index < 50; ++index) {
+        ASSERT_TRUE(desk_->submit(message("m" + std::to_string(thread) + "-" + std::to_string(index))).ok());
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  run_until([&] { return count("TURN_FINISHED") == 200; });
+  std::set<std::string> seen(runner_->messages.begin(), runner_->messages.end());
+  EXPECT_EQ(seen.size(), 200u);
+}
+
+TEST_F(DeskRuntimeTest, AcceptedButUnfinishedTriggersAreRedeliveredAfterARestart) {
+  const auto journal_path = state_ / "journal.jsonl";
+  {
+    auto journal = Journal::open(journal_path);
+    ASSERT_TRUE(journal.ok());
+    DeskParts parts;
+    parts.journal = &*journal;
+    runner_->block = true;
+    start_desk(parts);
+    ASSERT_TRUE(desk_->submit(message("do not lose me")).ok());
+    wait_for("TURN_STARTED");
+    stop_desk();  // as if the daemon died mid-turn
+    desk_.reset();
+  }
+  runner_ = std::make_shared<FakeTurnRunner>(context_);
+  run_ended_ = false;
+  events_.clear();
+  auto journal = Journal::open(journal_path);
+  DeskParts parts;
+  parts.journal = &*journal;
+  start_desk(parts);
+  wait_for("TURN_FINISHED");
+  ASSERT_EQ(runner_->messages.size(), 1u);
+  EXPECT_THAT(runner_->messages[0], HasSubstr("re-delivered after a restart"));
+  EXPECT_THAT(runner_->messages[0], HasSubstr("do not lose me"));
+}
+
+TEST_F(DeskRuntimeTest, RollsOverBeforeTheFirstTurnOfANewIndiaDay) {
+  SessionKeeper keeper(state_ / "sessions", clock_);
+  DeskParts parts;
+  parts.session_keeper = &keeper;
+  start_desk(parts);
+  ASSERT_EQ(runner_->resumed.size(), 1u);
+  const std::string first = keeper.session().id;
+  ASSERT_TRUE(desk_->submit(message("morning")).ok());
+  wait_for("TURN_FINISHED");
+  EXPECT_EQ(runner_->summaries, 0);
+  clock_.advance(std::chrono::hours(24));
+  ASSERT_TRUE(desk_->submit(message("next morning")).ok());
+  wait_for("TURN_FINISHED", 1);
+  EXPECT_EQ(runner_->summaries, 1);
+  EXPECT_NE(find("SESSION_ROLLED_OVER"), nullptr);
+  EXPECT_NE(keeper.session().id, first);
+  EXPECT_EQ(keeper.session().summary, "the day in brief");
+  EXPECT_TRUE(std::filesystem::exists(state_ / "sessions/archive" / (first + ".json")));
+}
+
+TEST_F(DeskRuntimeTest, RolloverCommandAndItsRepliesFromTheSeed) {
+  start_desk();
+  ASSERT_TRUE(desk_->submit(message("/rollover")).ok());
+  EXPECT_EQ(reply_of(wait_for("COMMAND_ANSWERED")), "This desk keeps no sessions, so there is nothing to roll over.");
+  stop_desk();
+  SessionKeeper keeper(state_ / "sessions", clock_);
+  DeskParts parts;
+  parts.session_keeper = &keeper;
+  run_ended_ = false;
+  events_.clear();
+  start_desk(parts);
+  ASSERT_TRUE(desk_->submit(message("/rollover")).ok());
+  const std::string reply = reply_of(wait_for("COMMAND_ANSWERED"));
+  EXPECT_EQ(reply, "Rolled over: the day is summarised and session " + keeper.session().id + " has started.");
+}
+
+}  // namespace
+}  // namespace deskd::desk

@@ -1,0 +1,217 @@
+// Journal: events appended as JSON lines, and the triggers a restart must re-deliver.
+
+#include "runner/desk/journal.h"
+
+#include <stdlib.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "runner/desk/event_bus.h"
+
+namespace deskd::desk {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class JournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/deskd-journal-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    root_ = pattern;
+    path_ = root_ / "desks" / "alpha" / "journal.jsonl";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  Trigger trigger(const std::string& text) {
+    return Trigger{.id = make_trigger_id(), .desk = "alpha", .source = Trigger::Source::user, .text = text,
+                   .sender = "asha", .schedule = "",
+                   .received = clock_.now() + std::chrono::microseconds(++count_)};
+  }
+  Event accepted(const Trigger& trigger) {
+    return bus_.publish("alpha", event_kind::kTriggerAccepted, to_json(trigger));
+  }
+  Event finished(const Trigger& trigger) {
+    return bus_.publish("alpha", event_kind::kTriggerFinished, {{"trigger", trigger.id}});
+  }
+  void append_all(Journal& journal, std::initializer_list<Event> events) {
+    for (const Event& event : events) ASSERT_TRUE(journal.append(event).ok());
+  }
+  std::vector<std::string> unfinished_texts(std::size_t* skipped = nullptr) {
+    auto triggers = Journal::unfinished_triggers(path_, skipped);
+    EXPECT_TRUE(triggers.ok()) << triggers.error().what;
+    std::vector<std::string> texts;
+    for (const Trigger& each : triggers.value()) texts.push_back(each.text);
+    return texts;
+  }
+  std::vector<std::string> lines() {
+    std::ifstream file(path_);
+    std::vector<std::string> result;
+    for (std::string line; std::getline(file, line);) result.push_back(line);
+    return result;
+  }
+  void write_raw(const std::string& text) {
+    std::ofstream file(path_, std::ios::app | std::ios::binary);
+    file << text;
+  }
+
+  fs::path root_;
+  fs::path path_;
+  ManualClock clock_{std::chrono::sys_days{std::chrono::November / 30 / 2026}};
+  EventBus bus_{clock_};
+  int count_ = 0;
+};
+
+TEST_F(JournalTest, CreatesMissingFoldersAndWritesOneEventALine) {
+  auto journal = Journal::open(path_);
+  ASSERT_TRUE(journal.ok()) << journal.error().what;
+  EXPECT_EQ(journal->path(), path_);
+  const Event started = bus_.publish("alpha", event_kind::kDeskStarted);
+  const Event text = bus_.publish("alpha", event_kind::kModelText, {{"text", "line one\nline two"}});
+  append_all(*journal, {started, text});
+  const auto written = lines();
+  ASSERT_EQ(written.size(), 2u);
+  EXPECT_EQ(written[0], json::serialize(to_json(started)));
+  EXPECT_EQ(json::parse(written[1]).at("data").at("text").as_string(), "line one\nline two");
+  EXPECT_EQ(fs::status(path_).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+}
+
+TEST_F(JournalTest, UnfinishedTriggersRoundTripInTheOrderAccepted) {
+  auto journal = Journal::open(path_).value();
+  Trigger first = trigger("first");
+  first.queued_explicitly = true;
+  Trigger second = trigger("second");
+  second.source = Trigger::Source::schedule;
+  second.schedule = "morning";
+  const Trigger third = trigger("third");
+  // Accepted lines are fsync'ed before append returns; each of these takes that path.
+  append_all(journal, {accepted(first), accepted(second), bus_.publish("alpha", event_kind::kTurnStarted),
+                       accepted(third)});
+  const auto triggers = Journal::unfinished_triggers(path_).value();
+  ASSERT_EQ(triggers.size(), 3u);
+  const Trigger* expected[] = {&first, &second, &third};
+  for (std::size_t index = 0; index < 3; ++index) {
+    EXPECT_EQ(to_json(triggers[index]), to_json(*expected[index]));
+  }
+}
+
+TEST_F(JournalTest, FinishedTriggersAreLeftOut) {
+  auto journal = Journal::open(path_).value();
+  const Trigger first = trigger("first");
+  const Trigger second = trigger("second");
+  const Trigger third = trigger("third");
+  append_all(journal, {accepted(first), accepted(second), finished(first), accepted(third), finished(third)});
+  EXPECT_THAT(unfinished_texts(), ElementsAre("second"));
+  append_all(journal, {finished(second)});
+  EXPECT_THAT(unfinished_texts(), ElementsAre());
+}
+
+TEST_F(JournalTest, ATriggerAcceptedAgainKeepsItsPlaceAndItsLatestForm) {
+  auto journal = Journal::open(path_).value();
+  Trigger first = trigger("first");
+  const Trigger second = trigger("second");
+  append_all(journal, {accepted(first), accepted(second)});
+  first.redelivered = true;
+  append_all(journal, {accepted(first)});
+  const auto triggers = Journal::unfinished_triggers(path_).value();
+  ASSERT_EQ(triggers.size(), 2u);
+  EXPECT_EQ(triggers[0].text, "first");
+  EXPECT_TRUE(triggers[0].redelivered);
+  EXPECT_EQ(triggers[1].text, "second");
+}
+
+TEST_F(JournalTest, TornAndGarbageLinesAreSkippedAndCounted) {
+  {
+    auto journal = Journal::open(path_).value();
+    append_all(journal, {accepted(trigger("kept"))});
+  }
+  write_raw("not json at all\n[1, 2]\n\n{\"kind\": \"TRIGGER_ACCEPTED\", \"data\": {\"id\": 5}}\n");
+  write_raw("{\"kind\": \"TRIGGER_FINISHED\", \"data\": {}}\n{\"data\": {}}\n");
+  const std::string torn = json::serialize(to_json(accepted(trigger("torn"))));
+  write_raw(torn.substr(0, torn.size() / 2));
+  std::size_t skipped = 99;
+  EXPECT_THAT(unfinished_texts(&skipped), ElementsAre("kept"));
+  EXPECT_EQ(skipped, 6u);  // the blank line is not counted
+}
+
+TEST_F(JournalTest, ALastLineMissingOnlyItsNewlineStillCounts) {
+  Journal::open(path_).value();
+  write_raw(json::serialize(to_json(accepted(trigger("whole")))));
+  std::size_t skipped = 99;
+  EXPECT_THAT(unfinished_texts(&skipped), ElementsAre("whole"));
+  EXPECT_EQ(skipped, 0u);
+}
+
+TEST_F(JournalTest, ReopeningAppendsAndStartsAfterATornLine) {
+  {
+    auto journal = Journal::open(path_).value();
+    append_all(journal, {accepted(trigger("before"))});
+  }
+  const std::string torn = json::serialize(to_json(accepted(trigger("torn"))));
+  write_raw(torn.substr(0, 40));
+  {
+    auto journal = Journal::open(path_).value();
+    append_all(journal, {accepted(trigger("after"))});
+  }
+  auto journal = Journal::open(path_).value();
+  append_all(journal, {accepted(trigger("later"))});
+  std::size_t skipped = 0;
+  // Without a newline before it, "after" would have been glued to the torn line and lost.
+  EXPECT_THAT(unfinished_texts(&skipped), ElementsAre("before", "after", "later"));
+  EXPECT_EQ(skipped, 1u);
+  EXPECT_EQ(lines().size(), 4u);
+}
+
+TEST_F(JournalTest, LinesFromManyThreadsNeverInterleave) {
+  auto journal = Journal::open(path_).value();
+  std::vector<std::thread> writers;
+  const std::string long_text(5000, 'x');
+  for (int thread = 0; thread < 4; ++thread) {
+    writers.emplace_back([&] {
+      for (int index = 0; index < 200; ++index) {
+        EXPECT_TRUE(journal.append(bus_.publish("alpha", event_kind::kModelText, {{"text", long_text}})).ok());
+      }
+    });
+  }
+  for (std::thread& writer : writers) writer.join();
+  const auto written = lines();
+  ASSERT_EQ(written.size(), 800u);
+  for (const std::string& line : written) {
+    EXPECT_EQ(json::parse(line).at("data").at("text").as_string(), long_text);
+  }
+}
+
+TEST_F(JournalTest, AMissingJournalHasNothingUnfinished) {
+  std::size_t skipped = 99;
+  const auto triggers = Journal::unfinished_triggers(root_ / "nowhere.jsonl", &skipped);
+  ASSERT_TRUE(triggers.ok());
+  EXPECT_TRUE(triggers->empty());
+  EXPECT_EQ(skipped, 0u);
+}
+
+TEST_F(JournalTest, RefusesWhatCannotBeAJournal) {
+  fs::create_directories(path_);
+  const auto directory = Journal::open(path_);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_THAT(directory.error().what, HasSubstr(path_.string()));
+  EXPECT_FALSE(Journal::unfinished_triggers(path_).ok());
+  EXPECT_FALSE(Journal::open("").ok());
+
+  std::ofstream(root_ / "file") << "x";
+  const auto under_a_file = Journal::open(root_ / "file" / "journal.jsonl");
+  ASSERT_FALSE(under_a_file.ok());
+  EXPECT_THAT(under_a_file.error().what, HasSubstr("could not be created"));
+}
+
+}  // namespace
+}  // namespace deskd::desk
