@@ -255,6 +255,7 @@ Result<void> DeskRuntime::submit(Trigger trigger) {
                        "Trigger for desk '" + trigger.desk + "' was sent to desk '" + core_->settings.name + "'");
   }
   if (trigger.id.empty()) trigger.id = make_trigger_id();
+  if (trigger.received == std::chrono::system_clock::time_point{}) trigger.received = core_->clock.now();
   // Journaled before it is acknowledged: once submit returns, a crash cannot lose it.
   Event accepted = core_->bus.publish(core_->settings.name, event_kind::kTriggerAccepted, to_json(trigger));
   if (core_->parts.journal != nullptr) DESKD_RETURN_IF_ERROR(core_->parts.journal->append(accepted));

@@ -321,6 +321,7 @@ TEST_F(DeskRuntimeTest, AcceptedButUnfinishedTriggersAreRedeliveredAfterARestart
   ASSERT_EQ(runner_->messages.size(), 1u);
   EXPECT_THAT(runner_->messages[0], HasSubstr("re-delivered after a restart"));
   EXPECT_THAT(runner_->messages[0], HasSubstr("do not lose me"));
+  stop_desk();  // before the journal it writes to goes out of scope
 }
 
 TEST_F(DeskRuntimeTest, RollsOverBeforeTheFirstTurnOfANewIndiaDay) {
@@ -341,6 +342,7 @@ TEST_F(DeskRuntimeTest, RollsOverBeforeTheFirstTurnOfANewIndiaDay) {
   EXPECT_NE(keeper.session().id, first);
   EXPECT_EQ(keeper.session().summary, "the day in brief");
   EXPECT_TRUE(std::filesystem::exists(state_ / "sessions/archive" / (first + ".json")));
+  stop_desk();  // before the keeper goes out of scope
 }
 
 TEST_F(DeskRuntimeTest, RolloverCommandAndItsRepliesFromTheSeed) {
@@ -357,6 +359,7 @@ TEST_F(DeskRuntimeTest, RolloverCommandAndItsRepliesFromTheSeed) {
   ASSERT_TRUE(desk_->submit(message("/rollover")).ok());
   const std::string reply = reply_of(wait_for("COMMAND_ANSWERED"));
   EXPECT_EQ(reply, "Rolled over: the day is summarised and session " + keeper.session().id + " has started.");
+  stop_desk();  // before the keeper goes out of scope
 }
 
 }  // namespace
