@@ -5,12 +5,15 @@
 
 #include <boost/asio.hpp>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "runner/desk/journal.h"
+#include "runner/desk/market_status.h"
+#include "runner/desk/skill_library.h"
 #include "runner/desk/session_keeper.h"
 
 namespace deskd::desk {
@@ -360,6 +363,36 @@ TEST_F(DeskRuntimeTest, RolloverCommandAndItsRepliesFromTheSeed) {
   const std::string reply = reply_of(wait_for("COMMAND_ANSWERED"));
   EXPECT_EQ(reply, "Rolled over: the day is summarised and session " + keeper.session().id + " has started.");
   stop_desk();  // before the keeper goes out of scope
+}
+
+TEST_F(DeskRuntimeTest, TheContextLineCarriesTheMarketStatus) {
+  const MarketStatus market;
+  DeskParts parts;
+  parts.market_status = &market;
+  start_desk(parts);
+  ASSERT_TRUE(desk_->submit(message("how is the market?")).ok());
+  wait_for("TURN_FINISHED");
+  // 09:14:05 IST on a Monday: the pre-open.
+  EXPECT_THAT(runner_->messages[0], HasSubstr(" IST. Woken by a message from ravi.\nNSE: pre-open until 09:15 IST\n\nhow is the market?"));
+}
+
+TEST_F(DeskRuntimeTest, ASkillRunsAsATurnWithItsInstructions) {
+  const auto desk_folder = state_ / "desk";
+  std::filesystem::create_directories(desk_folder / "skills/morning-brief");
+  std::ofstream(desk_folder / "skills/morning-brief/SKILL.md")
+      << "---\nname: morning-brief\ndescription: Summarise the overnight news.\n---\nRead notes/ and write a brief.\n";
+  const SkillLibrary skills = SkillLibrary::scan(desk_folder);
+  ASSERT_EQ(skills.skills().size(), 1u);
+  DeskParts parts;
+  parts.skill_library = &skills;
+  start_desk(parts);
+  ASSERT_TRUE(desk_->submit(message("/help")).ok());
+  EXPECT_THAT(reply_of(wait_for("COMMAND_ANSWERED")), HasSubstr("/morning-brief - Summarise the overnight news."));
+  ASSERT_TRUE(desk_->submit(message("/morning-brief focus on banks")).ok());
+  wait_for("TURN_FINISHED");
+  ASSERT_EQ(runner_->messages.size(), 1u);
+  EXPECT_THAT(runner_->messages[0], HasSubstr("Read notes/ and write a brief."));
+  EXPECT_THAT(runner_->messages[0], HasSubstr("focus on banks"));
 }
 
 }  // namespace
