@@ -1,0 +1,147 @@
+#pragma once
+// Schedules: triggers a desk gives itself at an India time. A schedule fires at its time,
+// never early; a market-days-only schedule skips weekends and NSE holidays. A firing missed
+// while deskd was down fires once at start when it is within the desk's catch-up window;
+// otherwise a SCHEDULE_MISSED event says so. Never a silent skip, never a burst.
+//
+// ScheduleBook is the logic, driven by an injected clock; Scheduler is the coroutine that
+// waits for the next firing and submits the trigger to the desk.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/result.h"
+#include "runner/desk/india_time.h"
+#include "runner/desk/trigger.h"
+
+namespace deskd::desk {
+
+class EventBus;
+class MarketStatus;
+
+inline constexpr const char* kScheduleMissed = "SCHEDULE_MISSED";
+/// checked_until could not be saved: after a restart a firing may be missed or run twice.
+/// Published once per run of failures, with {"reason", "state_file"}.
+inline constexpr const char* kScheduleStateNotSaved = "SCHEDULE_STATE_NOT_SAVED";
+
+struct Schedule {
+  std::string name;
+  int hour = 0, minute = 0, second = 0;  ///< India time
+  /// days[w] for std::chrono::weekday{w}.c_encoding() (0 = Sunday); default every day.
+  std::array<bool, 7> days{true, true, true, true, true, true, true};
+  bool market_days_only = false;
+  std::string text;  ///< the trigger's message
+};
+
+/// The first moment strictly after `after` at which `schedule` fires. `market` may be null
+/// (weekends only, for market-days-only). nullopt when it never fires (no day selected, a
+/// time outside 00:00:00..23:59:59, or no matching day within the next 400 days).
+std::optional<TimePoint> next_firing(const Schedule& schedule, TimePoint after, const MarketStatus* market);
+
+/// One firing that is due now.
+struct Firing {
+  std::size_t schedule;  ///< index into the book's schedules
+  TimePoint due;         ///< when it was meant to fire
+  bool late = false;     ///< missed while deskd was down, fired at start within the window
+};
+
+/// A missed firing that was too old to run.
+struct Missed {
+  std::size_t schedule;
+  TimePoint due;           ///< the most recent missed firing
+  std::size_t count = 1;   ///< how many firings were missed in all
+};
+
+class ScheduleBook {
+ public:
+  /// `checked_until`: the moment up to which firings were already handled (from the state
+  /// file); none on a desk's first start, when nothing counts as missed.
+  ScheduleBook(std::vector<Schedule> schedules, const MarketStatus* market, std::chrono::minutes catch_up_window,
+               std::optional<TimePoint> checked_until);
+
+  /// At start: the firings missed between checked_until and `now`: for each schedule, its
+  /// latest missed firing fires (late) when within the catch-up window, and every other
+  /// missed firing is reported — appended to `missed`, one entry per schedule. Moves
+  /// checked_until to `now`; on a first start nothing fires and nothing is missed. Only the
+  /// last ten years are counted.
+  std::vector<Firing> catch_up(TimePoint now, std::vector<Missed>& missed);
+
+  /// The firings due at or before `now` and after checked_until, at most one per schedule
+  /// (its latest, not late, when several elapsed, e.g. while the machine was suspended);
+  /// moves checked_until to `now`. A `now` before checked_until (the clock went back)
+  /// fires nothing and keeps checked_until, so nothing fires twice.
+  std::vector<Firing> due(TimePoint now);
+
+  /// The next moment any schedule fires after checked_until; nullopt when none ever will,
+  /// and on a first start until catch_up() or due() has said what "now" is.
+  std::optional<TimePoint> next_wake() const;
+
+  /// The epoch on a first start until catch_up() or due() has run.
+  TimePoint checked_until() const;
+  const std::vector<Schedule>& schedules() const { return schedules_; }
+
+ private:
+  std::vector<Schedule> schedules_;
+  const MarketStatus* market_;
+  std::chrono::minutes catch_up_window_;
+  TimePoint checked_until_{};
+  bool first_start_ = false;  // checked_until_ is unknown until the first catch_up()/due()
+};
+
+/// Reads and writes checked_until at `path` (a small JSON file in the desk's state folder:
+/// {"checked_until": "<ISO 8601 India>", "unix_ms": N}, only unix_ms is read), atomically,
+/// creating missing folders; a missing file reads as nullopt, a malformed one is an error
+/// naming the path.
+Result<std::optional<TimePoint>> load_checked_until(const std::filesystem::path& path);
+Result<void> save_checked_until(const std::filesystem::path& path, TimePoint time);
+
+struct SchedulerSettings {
+  std::string desk;
+  std::filesystem::path state_file;  ///< where checked_until is kept
+  std::chrono::minutes catch_up_window{30};
+  const MarketStatus* market = nullptr;
+};
+
+/// Runs a desk's schedules until cancelled: submits each firing as a Trigger
+/// (Source::schedule, text and schedule name from the schedule) through `submit`, reports
+/// SCHEDULE_MISSED on `bus`, and saves checked_until after each step. Waits on real timers
+/// but compares against `clock`, re-checking at least every `recheck` so a wall-clock jump is
+/// noticed and nothing fires early.
+///
+/// An unreadable state file is reported as one SCHEDULE_MISSED {"reason", "state_file"}
+/// and the schedules start afresh (as on a first start). A submit that fails is reported as
+/// SCHEDULE_MISSED with the submit's error as reason. run() returns normally once
+/// cancelled; the Scheduler must outlive it.
+class Scheduler {
+ public:
+  using Submit = std::function<Result<void>(Trigger)>;
+  Scheduler(boost::asio::any_io_executor executor, std::vector<Schedule> schedules, SchedulerSettings settings,
+            Submit submit, EventBus& bus, const Clock& clock,
+            std::chrono::milliseconds recheck = std::chrono::seconds(30));
+  boost::asio::awaitable<void> run();
+
+ private:
+  boost::asio::any_io_executor executor_;
+  std::vector<Schedule> schedules_;
+  SchedulerSettings settings_;
+  Submit submit_;
+  EventBus& bus_;
+  const Clock& clock_;
+  std::chrono::milliseconds recheck_;
+  bool save_failing_ = false;  // a SCHEDULE_STATE_NOT_SAVED is out and no save worked since
+
+  void submit_firings(const ScheduleBook& book, const std::vector<Firing>& firings);
+  void publish_missed(const Schedule& schedule, TimePoint due, std::size_t count, std::string reason);
+  void save(TimePoint checked_until);
+};
+
+}  // namespace deskd::desk

@@ -1,0 +1,130 @@
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include <algorithm>
+
+#include "runner/desk/event_bus.h"
+#include "runner/desk/schedule.h"
+
+namespace deskd::desk {
+namespace {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using std::chrono::milliseconds;
+
+constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+
+// How long to sleep before looking again. The timer runs on the steady clock while firings
+// are judged by `clock`, so the sleep is capped at `recheck`: a wall-clock jump forward is
+// noticed within one recheck, and a jump back only makes the next look find nothing due.
+milliseconds sleep_before(TimePoint wake, TimePoint now, milliseconds recheck) {
+  const auto until_wake = std::chrono::ceil<milliseconds>(wake - now);
+  return std::clamp(until_wake, milliseconds{1}, std::max(recheck, milliseconds{1}));
+}
+
+std::string minutes_text(std::chrono::minutes window) {
+  const auto count = window.count();
+  return std::to_string(count) + (count == 1 ? " minute" : " minutes");
+}
+
+}  // namespace
+
+Scheduler::Scheduler(asio::any_io_executor executor, std::vector<Schedule> schedules, SchedulerSettings settings,
+                     Submit submit, EventBus& bus, const Clock& clock, milliseconds recheck)
+    : executor_(std::move(executor)),
+      schedules_(std::move(schedules)),
+      settings_(std::move(settings)),
+      submit_(std::move(submit)),
+      bus_(bus),
+      clock_(clock),
+      recheck_(recheck) {}
+
+void Scheduler::publish_missed(const Schedule& schedule, TimePoint due, std::size_t count, std::string reason) {
+  bus_.publish(settings_.desk, kScheduleMissed,
+               {{"schedule", schedule.name},
+                {"due", iso8601_india(due)},
+                {"missed", static_cast<std::uint64_t>(count)},
+                {"reason", std::move(reason)}});
+}
+
+void Scheduler::submit_firings(const ScheduleBook& book, const std::vector<Firing>& firings) {
+  for (const Firing& firing : firings) {
+    const Schedule& schedule = book.schedules()[firing.schedule];
+    Trigger trigger{.id = make_trigger_id(), .desk = settings_.desk, .source = Trigger::Source::schedule,
+                    .text = schedule.text, .sender = "", .schedule = schedule.name, .received = clock_.now()};
+    if (auto submitted = submit_(std::move(trigger)); !submitted.ok()) {
+      publish_missed(schedule, firing.due, 1, "The desk refused the trigger: " + submitted.error().what);
+    }
+  }
+}
+
+void Scheduler::save(TimePoint checked_until) {
+  auto saved = save_checked_until(settings_.state_file, checked_until);
+  if (saved.ok()) {
+    save_failing_ = false;
+    return;
+  }
+  // Once per run of failures: a full disk must not turn into an event every recheck.
+  if (save_failing_) return;
+  save_failing_ = true;
+  bus_.publish(settings_.desk, kScheduleStateNotSaved,
+               {{"reason", saved.error().what}, {"state_file", settings_.state_file.string()}});
+}
+
+asio::awaitable<void> Scheduler::run() {
+  // Cancellation is read from the state after each wait, so that run() ends normally
+  // instead of by an exception from the next co_await.
+  co_await asio::this_coro::throw_if_cancelled(false);
+
+  std::optional<TimePoint> checked_until;
+  if (auto loaded = load_checked_until(settings_.state_file); loaded.ok()) {
+    checked_until = *loaded;
+  } else {
+    // Without the state nobody knows what was missed: say so once, and start afresh
+    // rather than guess (a guess could run a firing twice). The next save repairs the file.
+    bus_.publish(settings_.desk, kScheduleMissed,
+                 {{"reason", "The schedule state could not be read (" + loaded.error().what +
+                                 ") so firings missed while deskd was not running are unknown."},
+                  {"state_file", settings_.state_file.string()}});
+  }
+  ScheduleBook book(schedules_, settings_.market, settings_.catch_up_window, checked_until);
+
+  std::vector<Missed> missed;
+  const std::vector<Firing> late = book.catch_up(clock_.now(), missed);
+  for (const Missed& each : missed) {
+    const bool latest_ran = std::any_of(late.begin(), late.end(),
+                                        [&](const Firing& firing) { return firing.schedule == each.schedule; });
+    const std::string window = minutes_text(settings_.catch_up_window);
+    publish_missed(book.schedules()[each.schedule], each.due, each.count,
+                   latest_ran ? "deskd was not running; only the latest missed firing runs at start (within the "
+                                "catch-up window of " + window + ")"
+                              : "deskd was not running; the firing is older than the catch-up window of " + window);
+  }
+  submit_firings(book, late);
+  save(book.checked_until());
+
+  asio::steady_timer timer(executor_);
+  for (;;) {
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) co_return;
+    const std::optional<TimePoint> wake = book.next_wake();
+    if (wake) {
+      timer.expires_after(sleep_before(*wake, clock_.now(), recheck_));
+    } else {
+      timer.expires_at(asio::steady_timer::time_point::max());  // no schedule will ever fire
+    }
+    const auto [error] = co_await timer.async_wait(kAwait);
+    if (error == asio::error::operation_aborted) co_return;
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) co_return;
+    // Due only once `clock` has reached a firing: an early timer finds nothing and sleeps again.
+    const std::vector<Firing> firings = book.due(clock_.now());
+    if (firings.empty()) continue;
+    submit_firings(book, firings);
+    save(book.checked_until());
+  }
+}
+
+}  // namespace deskd::desk
