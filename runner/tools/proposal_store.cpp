@@ -61,6 +61,7 @@ std::string to_json(const Proposal& proposal) {
   object["content"] = proposal.content;
   object["time"] = proposal.time;
   object["status"] = proposal.status;
+  object["base"] = proposal.base;
   return boost::json::serialize(object) + "\n";
 }
 
@@ -84,6 +85,9 @@ Result<Proposal> from_json(std::string_view text, std::string_view id) {
     const auto* string = field != nullptr ? field->if_string() : nullptr;
     if (string == nullptr) return damaged(std::string("its '") + key + "' is not a string");
     target->assign(string->data(), string->size());
+  }
+  if (const auto* base = object->if_contains("base"); base != nullptr && base->is_string()) {
+    proposal.base = std::string(base->as_string());
   }
   if (proposal.id != id) return damaged("it names another id");
   return proposal;
@@ -174,6 +178,7 @@ Result<Proposal> ProposalStore::create(std::string_view desk, const std::filesys
   }
 
   Proposal proposal;
+  DESKD_ASSIGN_OR_RETURN(proposal.base, file_base(path));
   proposal.desk = desk;
   proposal.path = path.native();
   proposal.reason = reason;

@@ -26,7 +26,14 @@ struct Proposal {
   std::string content;  ///< The whole new content of the file.
   std::string time;     ///< When, as ISO 8601 in India time ("2025-01-31T09:15:00+05:30").
   std::string status;   ///< "open", "accepted" or "rejected".
+  /// What the file was when the proposal was made: "sha256:<hex>" of its bytes, or "absent".
+  /// Accepting checks it, so a proposal never overwrites a change made since. Empty for
+  /// proposals stored before deskd recorded it; those cannot be accepted.
+  std::string base;
 };
+
+/// `file_base(path)`: the `base` a proposal made now would record for `path`.
+Result<std::string> file_base(const std::filesystem::path& path);
 
 /// The largest content a proposal may carry.
 inline constexpr std::size_t kMaximumProposalContentBytes = std::size_t{16} << 20;

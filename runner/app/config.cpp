@@ -1,0 +1,289 @@
+// The config loader: parses the TOML once, then reads [runner], [model] and [sandbox] here
+// and the [[desk]] tables in config_desk.cpp. Every reader reports what is wrong and goes on,
+// so one `deskd check` lists every problem.
+
+#include "runner/app/config.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "base/unique_fd.h"
+#include "runner/app/config_reader.h"
+#include "runner/app/config_values.h"
+#include "runner/model/script_provider.h"
+
+namespace deskd::app {
+namespace {
+
+using config_detail::LoadContext;
+using config_detail::NumberRange;
+using config_detail::PathKind;
+using config_detail::PlacedPath;
+using config_detail::TableReader;
+
+constexpr std::size_t kMaximumConfigBytes = std::size_t{1} << 20;
+// sockaddr_un::sun_path holds 108 bytes including the terminating NUL.
+constexpr std::size_t kMaximumSocketPathBytes = 107;
+constexpr double kSecondsInADay = 86400;
+
+std::chrono::milliseconds milliseconds_from_seconds(double seconds) {
+  return std::chrono::milliseconds(std::llround(seconds * 1000));
+}
+
+// A default path of the daemon's that the file did not set: resolved like a written one.
+PlacedPath default_path(const std::filesystem::path& path, ConfigPosition position, std::string label,
+                        const LoadContext& context) {
+  auto resolved = config_detail::resolve_config_path(path.native(), context.folder);
+  return PlacedPath{resolved.ok() ? std::move(resolved).value() : path, std::move(position), std::move(label)};
+}
+
+void read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& context) {
+  TableReader reader(table, "[runner]", context);
+  auto state = reader.path("state_folder", "deskd's state folder");
+  if (!state) state = default_path(runner.state_folder, reader.position(), "deskd's state folder", context);
+  state->state_folder = true;
+  runner.state_folder = state->path;
+  context.daemon_paths.push_back(*state);
+
+  auto socket = reader.path("socket", "deskd's socket");
+  if (!socket) socket = default_path(runner.socket_path, reader.position(), "deskd's socket", context);
+  if (socket->path.native().size() > kMaximumSocketPathBytes) {
+    context.problems.add(socket->position, "the socket path " + socket->path.native() + " is " +
+                                               std::to_string(socket->path.native().size()) +
+                                               " bytes long; a Unix socket path may be at most " +
+                                               std::to_string(kMaximumSocketPathBytes));
+  }
+  runner.socket_path = socket->path;
+  context.daemon_paths.push_back(*socket);
+
+  if (auto group = reader.string("socket_group")) {
+    if (group->empty()) {
+      reader.problem(*reader.find("socket_group"), "'socket_group' must not be empty");
+    } else {
+      runner.socket_group = std::move(*group);
+    }
+  }
+  if (const toml::node* node = reader.find("allowed_uids")) {
+    const auto* array = node->as_array();
+    if (array == nullptr) reader.problem(*node, "'allowed_uids' must be an array of user ids");
+    for (std::size_t index = 0; array != nullptr && index < array->size(); ++index) {
+      const auto* uid = (*array)[index].as_integer();
+      // (uid_t)-1 means "no change" to chown() and friends; it is nobody's id.
+      if (uid == nullptr || uid->get() < 0 || uid->get() >= 0xffffffffLL) {
+        reader.problem((*array)[index], "'allowed_uids' must hold user ids (whole numbers from 0 to 4294967294)");
+      } else {
+        runner.allowed_uids.push_back(static_cast<std::uint32_t>(uid->get()));
+      }
+    }
+  }
+  if (auto groups = reader.strings("allowed_groups")) {
+    for (auto& [group, node] : *groups) {
+      if (group.empty()) {
+        reader.problem(*node, "'allowed_groups' must not hold an empty group name");
+      } else {
+        runner.allowed_groups.push_back(std::move(group));
+      }
+    }
+  }
+  if (auto level = reader.choice("log_level", {"trace", "debug", "info", "warn", "error"})) {
+    runner.log_level = std::move(*level);
+  }
+  if (auto grace = reader.number("shutdown_grace_seconds", {0, false, 3600})) {
+    runner.shutdown_grace = milliseconds_from_seconds(*grace);
+  }
+  reader.report_unknown_keys();
+}
+
+void read_prices(const toml::table& prices, const std::string& title, std::map<std::string, ModelPrice>& table,
+                 LoadContext& context) {
+  for (const auto& [name, node] : prices) {
+    const std::string price_title = title + ".\"" + std::string(name.str()) + "\"]";
+    const auto* entry = node.as_table();
+    if (entry == nullptr) {
+      context.problems.add(context.where(node.source()), price_title + " must be a table of prices");
+      continue;
+    }
+    TableReader reader(entry, price_title, context);
+    ModelPrice price = table[std::string(name.str())];
+    const NumberRange range{0, false, 1e6};
+    if (auto value = reader.number("input", range)) price.input = *value;
+    if (auto value = reader.number("output", range)) price.output = *value;
+    if (auto value = reader.number("cache_read", range)) price.cache_read = *value;
+    if (auto value = reader.number("cache_write", range)) price.cache_write = *value;
+    table[std::string(name.str())] = price;
+    reader.report_unknown_keys();
+  }
+}
+
+void read_sandbox_table(const toml::table* table, SandboxConfig& sandbox, std::vector<PlacedPath>& hidden,
+                        LoadContext& context) {
+  TableReader reader(table, "[sandbox]", context);
+  config_detail::read_sandbox(reader, sandbox, hidden);
+  reader.report_unknown_keys();
+}
+
+std::optional<std::string> read_file(const std::filesystem::path& file, std::string& failure) {
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    failure = std::string("cannot be opened: ") + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t count = retry_on_eintr([&] { return ::read(fd.get(), buffer, sizeof buffer); });
+    if (count < 0) {
+      failure = std::string("cannot be read: ") + std::strerror(errno);
+      return std::nullopt;
+    }
+    if (count == 0) return text;
+    text.append(buffer, static_cast<std::size_t>(count));
+    if (text.size() > kMaximumConfigBytes) {
+      failure = "is over 1 MiB; it is not a deskd config";
+      return std::nullopt;
+    }
+  }
+}
+
+}  // namespace
+
+namespace config_detail {
+
+void read_model(TableReader& reader, ModelConfig& model, LoadContext& context) {
+  if (auto provider = reader.choice("provider", {"script", "anthropic", "openai"})) model.provider = *provider;
+  if (auto script = reader.path("script", "the script")) {
+    if (expect_existing(context, *script, PathKind::file, "the script file")) {
+      // A malformed script would otherwise only show when a desk's first turn starts.
+      if (auto parsed = model::ScriptProvider::load(script->path); !parsed.ok()) {
+        context.problems.add(script->position, parsed.error().what);
+      }
+      model.script = script->path;
+    }
+  }
+  if (auto name = reader.string("model")) model.model = *name;
+  if (auto url = reader.string("base_url")) {
+    if (!url->empty() && !url->starts_with("https://") && !url->starts_with("http://")) {
+      reader.problem(*reader.find("base_url"), "'base_url' must start with https:// or http://");
+    } else {
+      model.base_url = *url;
+    }
+  }
+  if (auto key_file = reader.path("api_key_file", "the API key file")) {
+    expect_existing(context, *key_file, PathKind::file, "the API key file");
+    model.api_key_file = key_file->path;
+    context.daemon_paths.push_back(*key_file);
+  }
+  if (auto variable = reader.string("api_key_variable")) {
+    if (!variable->empty() && !is_variable_name(*variable)) {
+      reader.problem(*reader.find("api_key_variable"),
+                     "'api_key_variable' must be an environment variable name, not " + in_quotes(*variable));
+    } else {
+      model.api_key_variable = *variable;
+    }
+  }
+  if (auto ca_file = reader.path("ca_file", "the CA file")) {
+    if (expect_existing(context, *ca_file, PathKind::file, "the CA file")) model.ca_file = ca_file->path;
+  }
+  if (auto tokens = reader.whole("max_tokens", 1, 10'000'000)) model.max_tokens = static_cast<std::uint32_t>(*tokens);
+  if (auto temperature = reader.number("temperature", {0, false, 2})) model.temperature = *temperature;
+  if (auto seconds = reader.number("connect_timeout_seconds", {0, true, 3600})) {
+    model.connect_timeout = milliseconds_from_seconds(*seconds);
+  }
+  if (auto seconds = reader.number("idle_timeout_seconds", {0, true, kSecondsInADay})) {
+    model.idle_timeout = milliseconds_from_seconds(*seconds);
+  }
+  if (auto retries = reader.whole("max_retries", 0, 100)) model.max_retries = static_cast<std::uint32_t>(*retries);
+  if (auto window = reader.whole("context_window", 1, 100'000'000)) {
+    model.context_window = static_cast<std::uint32_t>(*window);
+  }
+  if (auto share = reader.number("compaction_share", {0, true, 1})) model.compaction_share = *share;
+  if (const auto* prices = reader.table("prices")) {
+    read_prices(*prices, reader.title().substr(0, reader.title().size() - 1) + ".prices", model.prices, context);
+  }
+}
+
+void read_sandbox(TableReader& reader, SandboxConfig& sandbox, std::vector<PlacedPath>& hidden) {
+  if (auto network = reader.choice("network", {"none", "host"})) {
+    sandbox.network = *network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
+  }
+  // The same lower bounds as sandbox::SandboxSpecBuilder, so `deskd check` finds them first.
+  constexpr std::int64_t kMaximumMebibytes = std::int64_t{1} << 40;
+  if (auto megabytes = reader.whole("memory_mb", 16, kMaximumMebibytes)) {
+    sandbox.memory_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
+  }
+  if (auto processes = reader.whole("processes", 2, 4'194'304)) sandbox.processes = *processes;
+  if (auto megabytes = reader.whole("file_size_mb", 1, kMaximumMebibytes)) {
+    sandbox.file_size_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
+  }
+  if (auto files = reader.whole("open_files", 16, 1'048'576)) sandbox.open_files = *files;
+  // A desk's hidden paths add to [sandbox]'s, so one secret cannot be forgotten by a desk.
+  for (auto& path : reader.paths("hidden_paths", "the hidden path")) {
+    sandbox.hidden_paths.push_back(path.path);
+    hidden.push_back(std::move(path));
+  }
+  if (auto names = reader.strings("environment")) {
+    sandbox.environment_variables.clear();
+    for (auto& [name, node] : *names) {
+      if (is_variable_name(name)) {
+        sandbox.environment_variables.push_back(std::move(name));
+      } else {
+        reader.problem(*node, "'environment' must hold environment variable names, not " + in_quotes(name));
+      }
+    }
+  }
+}
+
+}  // namespace config_detail
+
+ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file) {
+  std::error_code error;
+  auto absolute_file = std::filesystem::absolute(file, error).lexically_normal();
+  if (error) absolute_file = file;
+  LoadContext context{config_detail::ProblemList(file), absolute_file.parent_path(), {}};
+
+  toml::table root;
+  try {
+    root = toml::parse(text);
+  } catch (const toml::parse_error& failure) {
+    context.problems.add(context.where(failure.source()), std::string(failure.description()));
+    return ConfigLoad{std::nullopt, context.problems.take()};
+  }
+
+  Config config;
+  config.file = absolute_file;
+  TableReader reader(&root, "", context);
+  read_runner(reader.table("runner"), config.runner, context);
+
+  const toml::table* model_table = reader.table("model");
+  TableReader model_reader(model_table, "[model]", context);
+  config_detail::read_model(model_reader, config.model, context);
+  model_reader.report_unknown_keys();
+
+  std::vector<PlacedPath> global_hidden;
+  read_sandbox_table(reader.table("sandbox"), config.sandbox, global_hidden, context);
+
+  if (const toml::node* desks = reader.find("desk")) {
+    config_detail::read_desks(*desks, global_hidden, model_reader.position(), config, context);
+  } else {
+    context.problems.add(context.problems.at(0, 0), "no [[desk]] table: deskd needs at least one desk");
+  }
+  reader.report_unknown_keys();
+
+  ConfigLoad load;
+  load.problems = context.problems.take();
+  if (load.problems.empty()) load.config = std::move(config);
+  return load;
+}
+
+ConfigLoad load_config(const std::filesystem::path& file) {
+  std::string failure;
+  auto text = read_file(file, failure);
+  if (!text) return ConfigLoad{std::nullopt, {ConfigProblem{ConfigPosition{file, 0, 0}, "the config " + failure}}};
+  return parse_config(*text, file);
+}
+
+}  // namespace deskd::app

@@ -1,0 +1,127 @@
+#pragma once
+// The daemon's config: one TOML file (toml++) with a [runner] table, [model] and [sandbox]
+// defaults, and [[desk]] tables with their [[desk.schedule]] entries. Loading checks
+// everything it can before a desk starts, and every problem names file:line:column, so
+// that `deskd check` can print them all at once.
+//
+// Paths in the file that are relative start at the config file's folder. Every path the
+// daemon itself owns (its state folder, its socket, every API key file) is added to every
+// desk's hidden paths: no desk can read the daemon's secrets or talk to its socket.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "runner/desk/schedule.h"
+#include "sandbox/sandbox_spec.h"
+
+namespace deskd::app {
+
+/// Where in the config file something was written (1-based; 0 when unknown).
+struct ConfigPosition {
+  std::filesystem::path file;
+  std::uint32_t line = 0;
+  std::uint32_t column = 0;
+};
+
+/// One thing wrong with a config: "deskd.toml:12:3: unknown key 'nmae' in [[desk]]".
+struct ConfigProblem {
+  ConfigPosition position;
+  std::string message;
+  std::string to_string() const;  ///< "file:line:column: message"
+};
+
+struct RunnerConfig {
+  std::filesystem::path state_folder = "/var/lib/deskd";
+  std::filesystem::path socket_path = "/run/deskd/deskd.sock";
+  std::optional<std::string> socket_group;  ///< the socket's group; none: deskd's own
+  std::vector<std::uint32_t> allowed_uids;  ///< besides deskd's own uid, always allowed
+  std::vector<std::string> allowed_groups;  ///< peers whose primary or supplementary group is one of these
+  std::string log_level = "info";           ///< trace, debug, info, warn, error
+  std::chrono::milliseconds shutdown_grace = std::chrono::seconds(10);
+};
+
+/// Price of a million tokens, in US dollars, per model name.
+struct ModelPrice {
+  double input = 0, output = 0, cache_read = 0, cache_write = 0;
+};
+
+/// [model] and a desk's [desk.model] overrides (a desk's table starts as a copy of [model]).
+struct ModelConfig {
+  std::string provider = "script";             ///< "script", "anthropic", "openai"
+  std::optional<std::filesystem::path> script;  ///< for "script": JSON-lines replies; none: the demo
+  std::string model;                            ///< e.g. "claude-sonnet-4-5", "gpt-4.1"
+  std::string base_url;                         ///< "" means the provider's public endpoint
+  std::optional<std::filesystem::path> api_key_file;
+  std::string api_key_variable;                 ///< an environment variable of deskd's
+  std::optional<std::filesystem::path> ca_file;
+  std::uint32_t max_tokens = 8192;
+  std::optional<double> temperature;
+  std::chrono::milliseconds connect_timeout = std::chrono::seconds(10);
+  std::chrono::milliseconds idle_timeout = std::chrono::seconds(120);  ///< a silent stream ends the turn
+  std::uint32_t max_retries = 4;
+  std::uint32_t context_window = 200000;          ///< tokens
+  double compaction_share = 0.8;                  ///< summarise older turns past this share
+  std::map<std::string, ModelPrice> prices;       ///< [model.prices."name"]
+};
+
+/// [sandbox] and a desk's [desk.sandbox] overrides (a desk's table starts as a copy).
+struct SandboxConfig {
+  sandbox::NetworkMode network = sandbox::NetworkMode::none;
+  std::optional<std::uint64_t> memory_bytes;     ///< memory_mb in the file
+  std::optional<std::uint64_t> processes;
+  std::optional<std::uint64_t> file_size_bytes;  ///< file_size_mb in the file
+  std::optional<std::uint64_t> open_files;
+  std::vector<std::filesystem::path> hidden_paths;  ///< added to every desk's
+  std::vector<std::string> environment_variables;   ///< names passed from deskd's environment
+};
+
+struct DeskConfig {
+  std::string name;
+  ConfigPosition position;              ///< where its [[desk]] table starts
+  std::filesystem::path directory;      ///< absolute, resolved; must exist
+  std::string mode = "dry_run";         ///< "dry_run" or "live"
+  double timeout_seconds = 120;         ///< one bash command
+  std::size_t maximum_output_characters = 20000;
+  std::chrono::milliseconds stall_timeout = std::chrono::minutes(5);
+  std::chrono::minutes catch_up_window = std::chrono::minutes(30);  ///< for missed schedules
+  std::vector<std::filesystem::path> hidden_paths;  ///< this desk's, plus [sandbox] and the daemon's
+  SandboxConfig sandbox;
+  ModelConfig model;
+  std::optional<std::filesystem::path> skills_folder;
+  std::optional<std::filesystem::path> market_holidays;
+  std::vector<desk::Schedule> schedules;
+};
+
+struct Config {
+  std::filesystem::path file;  ///< absolute
+  RunnerConfig runner;
+  ModelConfig model;
+  SandboxConfig sandbox;
+  std::vector<DeskConfig> desks;
+};
+
+/// What loading found: the config when there was no problem, and every problem found.
+struct ConfigLoad {
+  std::optional<Config> config;
+  std::vector<ConfigProblem> problems;
+};
+
+/// Reads and checks the config at `file`. Never throws.
+ConfigLoad load_config(const std::filesystem::path& file);
+
+/// Parses `text` as if read from `file` (relative paths start at file's folder); for tests.
+ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file);
+
+/// `deskd check --config F`: prints every problem (or "F: ok, N desks") and returns 0, or 2
+/// when there is a problem or the usage is wrong.
+int run_check_command(std::span<const std::string_view> arguments);
+
+}  // namespace deskd::app

@@ -1,0 +1,78 @@
+#pragma once
+// Daemon: every desk of a config on one event loop, and the answers to the control socket.
+// start() assembles the desks (a desk that cannot start is reported and kept stopped; the
+// others run); stop() is the two-phase shutdown: refuse new triggers, give running turns
+// the grace period, then cancel them, close the sandboxes and let the journals flush.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "base/clock.h"
+#include "runner/app/config.h"
+#include "runner/control/control_service.h"
+#include "runner/control/event_history.h"
+#include "runner/desk/event_bus.h"
+
+namespace deskd::app {
+
+struct AssembledDesk;
+
+/// What the daemon reports to its log.
+struct DaemonLog {
+  std::function<void(const std::string&)> info;
+  std::function<void(const std::string&)> error;
+};
+
+/// Daemon-level event kinds (the desks' own are in runner/desk/event.h).
+namespace daemon_event {
+inline constexpr const char* kDeskFailed = "DESK_FAILED";
+inline constexpr const char* kProposalAccepted = "PROPOSAL_ACCEPTED";
+inline constexpr const char* kProposalRejected = "PROPOSAL_REJECTED";
+inline constexpr const char* kProposalRefused = "PROPOSAL_REFUSED";
+}  // namespace daemon_event
+
+class Daemon final : public control::ControlService {
+ public:
+  Daemon(boost::asio::any_io_executor executor, Config config, const Clock& clock, DaemonLog log);
+  ~Daemon() override;
+
+  /// Assembles and starts every desk; returns how many started.
+  std::size_t start();
+
+  /// Refuses new triggers, waits up to `grace` for running turns, then stops every desk
+  /// and waits until each has closed its tools.
+  boost::asio::awaitable<void> stop(std::chrono::milliseconds grace);
+
+  desk::EventBus& bus() { return bus_; }
+
+  bool has_desk(const std::string& name) const override;
+  boost::json::array desks() const override;
+  Result<boost::json::object> status(const std::string& desk) const override;
+  Result<std::string> send(const std::string& desk, const std::string& text, const std::string& sender) override;
+  Result<boost::json::array> commands(const std::string& desk) const override;
+  Result<boost::json::array> proposals(const std::string& desk) const override;
+  Result<boost::json::object> decide(const std::string& proposal, bool accept, const std::string& who) override;
+  std::shared_ptr<desk::EventSubscription> subscribe() override;
+  control::EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after) const override;
+
+ private:
+  struct Slot;
+  boost::json::object desk_summary(const Slot& slot) const;
+  void journal_daemon_event(const desk::Event& event);
+
+  boost::asio::any_io_executor executor_;
+  Config config_;
+  const Clock& clock_;
+  DaemonLog log_;
+  desk::EventBus bus_;
+  control::EventHistory history_;
+  std::map<std::string, std::unique_ptr<Slot>> slots_;
+  bool stopping_ = false;
+};
+
+}  // namespace deskd::app

@@ -1,0 +1,138 @@
+#include "runner/app/desk_assembly.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "base/unique_fd.h"
+#include "runner/app/model_factory.h"
+#include "runner/app/sandbox_options.h"
+#include "runner/model/model_turn_runner.h"
+#include "runner/tools/desk_tools.h"
+#include "sandbox/launcher.h"
+
+namespace deskd::app {
+
+namespace {
+
+Error step_failed(const std::string& step, const Error& error) {
+  return Error{error.code, error.error_number, step + ": " + error.what};
+}
+
+// Starts `true` in the desk's sandbox once: a desk whose isolation cannot be set up on this
+// host must not start at all, rather than fail at its first bash command.
+Result<void> try_sandbox(const sandbox::SandboxSpec& spec) {
+  UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!null_fd) return Error::from_errno(errno, "open /dev/null");
+  sandbox::StandardStreams streams{null_fd.get(), null_fd.get(), null_fd.get()};
+  DESKD_ASSIGN_OR_RETURN(auto process, sandbox::launch_sandboxed(spec, {"true"}, streams));
+  DESKD_ASSIGN_OR_RETURN(auto status, process.wait_for(std::chrono::seconds(20)));
+  if (!status) {
+    (void)process.signal(SIGKILL);
+    return Error::make(ErrorCode::system, "`true` did not finish within 20 s in the sandbox.");
+  }
+  if (*status != 0) {
+    return Error::make(ErrorCode::system, "`true` exited with status " + std::to_string(*status) + " in the sandbox.");
+  }
+  return success();
+}
+
+desk::PriceTable price_table(const ModelConfig& model) {
+  desk::PriceTable table;
+  for (const auto& [name, price] : model.prices) {
+    table[name] = desk::ModelPrice{price.input, price.output, price.cache_read, price.cache_write};
+  }
+  return table;
+}
+
+std::string system_prompt(const DeskConfig& desk) {
+  return "You run the " + desk.name + " desk, in " + desk.mode +
+         " mode. Your folder is " + desk.directory.native() +
+         "; you may write only Memory.md, memory/, notes/ and scratch/ there. Propose changes to other files "
+         "with propose_file_change.";
+}
+
+}  // namespace
+
+std::filesystem::path desk_state_folder(const Config& config, const std::string& desk_name) {
+  return config.runner.state_folder / "desks" / desk_name;
+}
+
+Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executor executor, const Config& config,
+                                                     const DeskConfig& desk_config, desk::EventBus& bus,
+                                                     const Clock& clock) {
+  auto desk = std::make_unique<AssembledDesk>();
+  const std::filesystem::path state = desk_state_folder(config, desk_config.name);
+  std::error_code error;
+  std::filesystem::create_directories(state, error);
+  if (error) return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
+
+  SandboxOptions sandbox_options;
+  sandbox_options.desk_directory = desk_config.directory;
+  sandbox_options.hidden_paths = desk_config.hidden_paths;
+  sandbox_options.environment_variables = desk_config.sandbox.environment_variables;
+  sandbox_options.network = desk_config.sandbox.network;
+  sandbox_options.memory_bytes = desk_config.sandbox.memory_bytes;
+  sandbox_options.processes = desk_config.sandbox.processes;
+  sandbox_options.file_size_bytes = desk_config.sandbox.file_size_bytes;
+  sandbox_options.open_files = desk_config.sandbox.open_files;
+  auto spec = build_sandbox_spec(sandbox_options);
+  if (!spec.ok()) return step_failed("building the sandbox", spec.error());
+  if (auto tried = try_sandbox(*spec); !tried.ok()) return step_failed("starting the sandbox", tried.error());
+
+  auto path_policy = policy::PathPolicy::create(desk_config.directory, desk_config.hidden_paths);
+  if (!path_policy.ok()) return step_failed("building the path policy", path_policy.error());
+  desk->path_policy.emplace(std::move(path_policy).value());
+
+  // The clock outlives every desk (the daemon owns both); the store only needs to read it.
+  auto proposals = tools::ProposalStore::open(state / "proposals", std::shared_ptr<const Clock>(&clock, [](const Clock*) {}));
+  if (!proposals.ok()) return step_failed("opening the proposals", proposals.error());
+  desk->proposals = *proposals;
+
+  auto journal = desk::Journal::open(state / "journal.jsonl");
+  if (!journal.ok()) return step_failed("opening the journal", journal.error());
+  desk->journal.emplace(std::move(journal).value());
+
+  desk->session_keeper = std::make_unique<desk::SessionKeeper>(state / "sessions", clock);
+  desk->usage_tracker = std::make_unique<desk::UsageTracker>(clock, state / "usage.json", price_table(desk_config.model));
+  (void)desk->usage_tracker->load();  // a damaged file starts the day empty; record() replaces it
+  desk->market_status = std::make_unique<desk::MarketStatus>();
+  if (desk_config.market_holidays) {
+    auto market = desk::MarketStatus::load(*desk_config.market_holidays);
+    if (!market.ok()) return step_failed("reading the market holidays", market.error());
+    *desk->market_status = std::move(market).value();
+  }
+  desk->skill_library = std::make_unique<desk::SkillLibrary>(desk::SkillLibrary::scan(desk_config.directory));
+
+  tools::DeskToolSettings tool_settings{std::move(spec).value(), desk_config.timeout_seconds,
+                                        desk_config.maximum_output_characters, desk_config.name, desk->proposals};
+  auto registry = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(executor, std::move(tool_settings)));
+
+  auto provider = make_model_provider(desk_config.model);
+  if (!provider.ok()) return step_failed("setting up the model", provider.error());
+  desk->model_description = (*provider)->describe();
+  auto runner = std::make_shared<model::ModelTurnRunner>(*provider, registry,
+                                                         model::TurnRunnerSettings{system_prompt(desk_config)},
+                                                         desk->session_keeper.get(), desk->usage_tracker.get());
+
+  desk::DeskParts parts;
+  parts.tool_registry = registry;
+  parts.session_keeper = desk->session_keeper.get();
+  parts.skill_library = desk->skill_library.get();
+  parts.usage_tracker = desk->usage_tracker.get();
+  parts.market_status = desk->market_status.get();
+  parts.journal = &*desk->journal;
+  desk::DeskSettings settings{desk_config.name, desk_config.mode, desk_config.stall_timeout};
+  desk->runtime = std::make_unique<desk::DeskRuntime>(executor, settings, bus, runner, clock, parts);
+
+  desk::SchedulerSettings schedule_settings{desk_config.name, state / "schedules.json", desk_config.catch_up_window,
+                                            desk->market_status.get()};
+  desk::DeskRuntime* runtime = desk->runtime.get();
+  desk->scheduler = std::make_unique<desk::Scheduler>(
+      executor, desk_config.schedules, schedule_settings,
+      [runtime](desk::Trigger trigger) { return runtime->submit(std::move(trigger)); }, bus, clock);
+  return desk;
+}
+
+}  // namespace deskd::app

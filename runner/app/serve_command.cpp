@@ -1,0 +1,188 @@
+#include "runner/app/serve_command.h"
+
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "runner/app/config.h"
+#include "runner/app/daemon.h"
+#include "runner/control/control_server.h"
+
+namespace deskd::app {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+const char* const kServeUsage =
+    "usage: deskd serve --config FILE\n"
+    "\n"
+    "Runs every desk of FILE on one event loop and serves deskctl on the control socket\n"
+    "named by [runner] socket. Logs go to stderr (journald keeps them under systemd).\n"
+    "Tells systemd READY=1 once the desks are started and STOPPING=1 when it stops\n"
+    "(Type=notify). SIGTERM or SIGINT stop it cleanly: no new messages, running turns get\n"
+    "[runner] shutdown_grace_seconds, then every desk is stopped and its journal flushed;\n"
+    "the exit status is 0. A second signal exits at once.\n"
+    "\n"
+    "Exit statuses: 0 stopped cleanly, 1 could not start, 2 bad usage or config.\n";
+
+namespace {
+
+std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("deskd");
+  // Under systemd, journald stamps every line itself.
+  if (std::getenv("JOURNAL_STREAM") != nullptr || std::getenv("INVOCATION_ID") != nullptr) {
+    logger->set_pattern("%l: %v");
+  } else {
+    logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %l: %v");
+  }
+  logger->set_level(spdlog::level::from_str(level));
+  logger->flush_on(spdlog::level::trace);
+  return logger;
+}
+
+// One log line per event worth a line: what happened on which desk, never the content of
+// messages, tool output or model text (they belong to the journal and the user).
+asio::awaitable<void> log_events(std::shared_ptr<desk::EventSubscription> events, std::shared_ptr<spdlog::logger> log) {
+  for (;;) {
+    auto event = co_await events->next();
+    if (!event) break;
+    const json::value* trigger = event->data.if_contains("trigger");
+    std::string line = event->desk + ": " + event->kind;
+    if (trigger != nullptr && trigger->is_string()) line += " " + std::string(trigger->as_string());
+    if (event->kind == "TURN_FAILED" || event->kind == "DESK_FAILED" || event->kind == "SCHEDULE_MISSED" ||
+        event->kind == "PROPOSAL_REFUSED") {
+      const json::value* error = event->data.if_contains("error");
+      const json::value* reason = event->data.if_contains("reason");
+      if (error != nullptr && error->is_string()) line += ": " + std::string(error->as_string());
+      if (reason != nullptr && reason->is_string()) line += ": " + std::string(reason->as_string());
+      log->warn(line);
+    } else if (event->kind.starts_with("TURN_") || event->kind.starts_with("DESK_") ||
+               event->kind.starts_with("PROPOSAL_") || event->kind == "SESSION_ROLLED_OVER") {
+      log->info(line);
+    } else {
+      log->debug(line);
+    }
+  }
+}
+
+void notify_systemd(const char* state) {
+  if (std::getenv("NOTIFY_SOCKET") != nullptr) (void)sd_notify(0, state);
+}
+
+}  // namespace
+
+int run_serve_command(std::span<const std::string_view> arguments) {
+  std::optional<std::filesystem::path> config_path;
+  for (std::size_t index = 0; index < arguments.size(); ++index) {
+    const std::string_view argument = arguments[index];
+    if (argument == "--help" || argument == "-h") {
+      std::fputs(kServeUsage, stdout);
+      return 0;
+    }
+    if (argument == "--config" && index + 1 < arguments.size()) {
+      config_path = std::string(arguments[++index]);
+      continue;
+    }
+    std::fprintf(stderr, "deskd serve: unexpected argument '%.*s'.\n%s", static_cast<int>(argument.size()),
+                 argument.data(), kServeUsage);
+    return 2;
+  }
+  if (!config_path) {
+    std::fprintf(stderr, "deskd serve: give --config FILE.\n%s", kServeUsage);
+    return 2;
+  }
+  ConfigLoad loaded = load_config(*config_path);
+  if (!loaded.config) {
+    for (const auto& problem : loaded.problems) std::fprintf(stderr, "%s\n", problem.to_string().c_str());
+    std::fprintf(stderr, "deskd serve: the config has %zu problem(s); nothing was started.\n", loaded.problems.size());
+    return 2;
+  }
+  Config config = std::move(*loaded.config);
+  auto log = make_logger(config.runner.log_level);
+
+  std::optional<gid_t> socket_group;
+  if (config.runner.socket_group) {
+    auto group = control::group_id(*config.runner.socket_group);
+    if (!group.ok()) {
+      log->error("socket_group: {}", group.error().what);
+      return 2;
+    }
+    socket_group = *group;
+  }
+  std::vector<gid_t> allowed_groups;
+  for (const auto& name : config.runner.allowed_groups) {
+    auto group = control::group_id(name);
+    if (!group.ok()) {
+      log->error("allowed_groups: {}", group.error().what);
+      return 2;
+    }
+    allowed_groups.push_back(*group);
+  }
+  std::vector<uid_t> allowed_uids(config.runner.allowed_uids.begin(), config.runner.allowed_uids.end());
+
+  ::signal(SIGPIPE, SIG_IGN);
+  asio::io_context io;
+  SystemClock clock;
+  const auto grace = config.runner.shutdown_grace;
+  const std::filesystem::path socket_path = config.runner.socket_path;
+  Daemon daemon(io.get_executor(), std::move(config), clock,
+                DaemonLog{[log](const std::string& text) { log->info(text); },
+                          [log](const std::string& text) { log->error(text); }});
+
+  control::ControlServerSettings server_settings{socket_path, socket_group,
+                                                 control::PeerPolicy(::geteuid(), allowed_uids, allowed_groups),
+                                                 [log](const std::string& text) { log->warn(text); }};
+  // The socket first: a second deskd on the same config must stop here, before its desks
+  // would run beside the first one's.
+  auto server = control::ControlServer::open(io.get_executor(), std::move(server_settings), daemon);
+  if (!server.ok()) {
+    log->error("{}", server.error().what);
+    return 1;
+  }
+  asio::co_spawn(io, log_events(daemon.subscribe(), log), asio::detached);
+  const std::size_t started = daemon.start();
+  asio::co_spawn(io, (*server)->run(), asio::detached);
+  log->info("deskd serving {} of {} desks on {}", started, daemon.desks().size(), socket_path.native());
+  notify_systemd("READY=1");
+
+  bool stopped_cleanly = false;
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  const auto shutdown = [&]() -> asio::awaitable<void> {
+    notify_systemd("STOPPING=1");
+    (*server)->close();
+    co_await daemon.stop(grace);
+    stopped_cleanly = true;
+    log->info("deskd stopped");
+    io.stop();
+  };
+  std::function<void(const boost::system::error_code&, int)> on_signal;
+  bool shutting_down = false;
+  on_signal = [&](const boost::system::error_code& error, int number) {
+    if (error) return;
+    if (number == SIGHUP) {
+      log->warn("SIGHUP: deskd does not reload its config; restart it to read the config again");
+    } else if (!shutting_down) {
+      shutting_down = true;
+      log->info("{} received: stopping (grace {} ms)", number == SIGTERM ? "SIGTERM" : "SIGINT", grace.count());
+      asio::co_spawn(io, shutdown(), asio::detached);
+    } else {
+      // A second signal: the person will not wait. The sandboxes die with deskd.
+      log->warn("second signal: exiting at once");
+      std::_Exit(128 + number);
+    }
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
+  io.run();
+  return stopped_cleanly ? 0 : 1;
+}
+
+}  // namespace deskd::app

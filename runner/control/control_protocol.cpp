@@ -1,0 +1,111 @@
+#include "runner/control/control_protocol.h"
+
+#include <boost/json.hpp>
+
+#include <array>
+
+namespace deskd::control {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::array<std::string_view, 9> kOperations = {op::kDesks,     op::kStatus,    op::kSend,
+                                                         op::kFollow,    op::kUnfollow,  op::kCommands,
+                                                         op::kProposals, op::kAccept,    op::kReject};
+
+// Reads an optional string member; a present member of another type is a problem.
+bool take_string(const json::object& object, std::string_view key, std::optional<std::string>& out,
+                 std::optional<std::string>& problem) {
+  const json::value* value = object.if_contains(key);
+  if (value == nullptr || value->is_null()) return true;
+  if (!value->is_string()) {
+    problem = "'" + std::string(key) + "' must be a string.";
+    return false;
+  }
+  out = std::string(value->as_string());
+  return true;
+}
+
+}  // namespace
+
+ParsedRequest parse_control_request(std::string_view line) {
+  ParsedRequest parsed;
+  boost::system::error_code error;
+  json::value value = json::parse(line, error);
+  if (error) {
+    parsed.problem = "The request is not JSON: " + error.message() + ".";
+    return parsed;
+  }
+  if (!value.is_object()) {
+    parsed.problem = "The request must be a JSON object.";
+    return parsed;
+  }
+  const json::object& object = value.as_object();
+  if (const json::value* id = object.if_contains("id")) parsed.request.id = *id;
+  const json::value* operation = object.if_contains("op");
+  if (operation == nullptr || !operation->is_string()) {
+    parsed.problem = "The request needs an 'op' string.";
+    return parsed;
+  }
+  parsed.request.op = std::string(operation->as_string());
+  bool known = false;
+  for (std::string_view name : kOperations) known = known || name == parsed.request.op;
+  if (!known) {
+    parsed.problem_code = std::string(code::kUnknownOperation);
+    parsed.problem = "Unknown operation '" + parsed.request.op +
+                     "'; the operations are desks, status, send, follow, unfollow, commands, proposals, accept "
+                     "and reject.";
+    return parsed;
+  }
+  ControlRequest& request = parsed.request;
+  if (!take_string(object, "desk", request.desk, parsed.problem) ||
+      !take_string(object, "text", request.text, parsed.problem) ||
+      !take_string(object, "from", request.from, parsed.problem) ||
+      !take_string(object, "proposal", request.proposal, parsed.problem)) {
+    return parsed;
+  }
+  if (const json::value* follow = object.if_contains("follow")) request.follow = *follow;
+  if (const json::value* replay = object.if_contains("replay")) {
+    if (!replay->is_bool()) {
+      parsed.problem = "'replay' must be true or false.";
+      return parsed;
+    }
+    request.replay = replay->as_bool();
+  }
+  // What each operation needs, checked here so that every handler can rely on it.
+  const auto needs = [&](const std::optional<std::string>& field, const char* name) {
+    if (!parsed.problem && (!field || field->empty())) {
+      parsed.problem = "'" + request.op + "' needs a non-empty '" + name + "'.";
+    }
+  };
+  if (request.op == op::kSend) {
+    needs(request.desk, "desk");
+    needs(request.text, "text");
+  } else if (request.op == op::kCommands) {
+    needs(request.desk, "desk");
+  } else if (request.op == op::kAccept || request.op == op::kReject) {
+    needs(request.proposal, "proposal");
+  } else if (request.op == op::kUnfollow && !request.follow) {
+    parsed.problem = "'unfollow' needs 'follow': the id of the follow request to end.";
+  }
+  return parsed;
+}
+
+std::string reply_ok(const json::value& id, json::object fields) {
+  json::object reply;
+  reply["id"] = id;
+  reply["ok"] = true;
+  for (auto& field : fields) reply[field.key()] = std::move(field.value());
+  return json::serialize(reply);
+}
+
+std::string reply_error(const json::value& id, std::string_view error_code, std::string_view message) {
+  return json::serialize(json::object{{"id", id}, {"ok", false}, {"code", error_code}, {"error", message}});
+}
+
+std::string reply_event(const json::value& id, const json::object& event) {
+  return json::serialize(json::object{{"id", id}, {"event", event}});
+}
+
+}  // namespace deskd::control

@@ -1,0 +1,44 @@
+#pragma once
+// ControlService: what the control socket asks of the daemon. The server parses, checks
+// peers and streams; the daemon (runner/app) answers. Every method runs on the daemon's
+// event loop thread.
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+#include "runner/control/event_history.h"
+#include "runner/desk/event_bus.h"
+
+namespace deskd::control {
+
+class ControlService {
+ public:
+  virtual ~ControlService() = default;
+
+  virtual bool has_desk(const std::string& name) const = 0;
+  /// [{"name", "state", "mode", "paused", "queued", "model", "error"?}, ...]
+  virtual boost::json::array desks() const = 0;
+  /// The desk's status (every desk's, under "desks", when `desk` is empty).
+  virtual Result<boost::json::object> status(const std::string& desk) const = 0;
+  /// Submits a message or command from `sender`; returns the trigger id.
+  virtual Result<std::string> send(const std::string& desk, const std::string& text, const std::string& sender) = 0;
+  /// [{"name", "description"}, ...]
+  virtual Result<boost::json::array> commands(const std::string& desk) const = 0;
+  /// The proposals of one desk (every desk's when empty), oldest first.
+  virtual Result<boost::json::array> proposals(const std::string& desk) const = 0;
+  /// Accepts or rejects a proposal on behalf of `who`; refused (with a sentence) when the
+  /// file changed since, the path is hidden, or the proposal is not open.
+  virtual Result<boost::json::object> decide(const std::string& proposal, bool accept, const std::string& who) = 0;
+  /// A new subscription to every desk's events.
+  virtual std::shared_ptr<desk::EventSubscription> subscribe() = 0;
+  /// Kept events of `desk` (all desks when empty) after event number `after`.
+  virtual EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after) const = 0;
+};
+
+}  // namespace deskd::control

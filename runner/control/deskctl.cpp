@@ -1,0 +1,337 @@
+#include "runner/control/deskctl.h"
+
+#include <boost/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "runner/control/control_client.h"
+#include "runner/control/event_text.h"
+
+namespace deskd::control {
+
+namespace json = boost::json;
+
+const char* const kDeskctlUsage =
+    "usage: deskctl [--socket PATH] [--json] COMMAND [ARGS...]\n"
+    "\n"
+    "Talks to a running deskd.\n"
+    "\n"
+    "Commands:\n"
+    "  desks                      list the desks and what each is doing\n"
+    "  status [DESK]              a desk's status (every desk's without DESK)\n"
+    "  send DESK TEXT...          give a desk a message or a /command; prints the trigger id\n"
+    "  ask DESK TEXT...           send, then show the turn (model text, tool calls, results)\n"
+    "                             until it ends; exit status 0 when it finished, 1 otherwise\n"
+    "  events [DESK] [--follow] [--from EVENT_ID]\n"
+    "                             the events deskd keeps (with --follow: new ones as they\n"
+    "                             happen; --from: only those after EVENT_ID)\n"
+    "  commands DESK              the desk's commands and skills\n"
+    "  proposals [DESK]           changes desks proposed to files they may not write\n"
+    "  accept PROPOSAL_ID         write a proposed change to its file\n"
+    "  reject PROPOSAL_ID         turn a proposed change down\n"
+    "\n"
+    "Options:\n"
+    "  --socket PATH   deskd's control socket (default: $DESKD_SOCKET, else\n"
+    "                  /run/deskd/deskd.sock)\n"
+    "  --json          print deskd's replies and events as JSON lines, for scripts\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "Exit statuses: 0 ok, 1 refused by deskd (or the turn failed), 2 bad usage,\n"
+    "3 cannot reach deskd.\n";
+
+namespace {
+
+constexpr int kOk = 0, kRefused = 1, kUsage = 2, kUnreachable = 3;
+
+struct Options {
+  std::filesystem::path socket;
+  bool json_output = false;
+  std::string command;
+  std::vector<std::string> arguments;
+};
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "deskctl: %s\n\n%s", message.c_str(), kDeskctlUsage);
+  return kUsage;
+}
+
+int unreachable(const Error& error) {
+  std::fprintf(stderr, "deskctl: %s\n", error.what.c_str());
+  return kUnreachable;
+}
+
+std::string text_of(const json::object& object, const char* key) {
+  const json::value* value = object.if_contains(key);
+  if (value == nullptr || value->is_null()) return {};
+  return value->is_string() ? std::string(value->as_string()) : json::serialize(*value);
+}
+
+bool is_ok(const json::object& reply) {
+  const json::value* ok = reply.if_contains("ok");
+  return ok != nullptr && ok->is_bool() && ok->as_bool();
+}
+
+// Prints a refusal and returns its exit status.
+int refused(const json::object& reply, bool json_output) {
+  if (json_output) std::puts(json::serialize(reply).c_str());
+  std::fprintf(stderr, "deskctl: %s\n", text_of(reply, "error").c_str());
+  return kRefused;
+}
+
+std::string joined(const std::vector<std::string>& words, std::size_t from) {
+  std::string text;
+  for (std::size_t index = from; index < words.size(); ++index) text += (index > from ? " " : "") + words[index];
+  return text;
+}
+
+void print_desks(const json::array& desks) {
+  std::printf("%-20s %-9s %-8s %-7s %s\n", "DESK", "STATE", "MODE", "QUEUED", "MODEL");
+  for (const auto& value : desks) {
+    const json::object& desk = value.as_object();
+    std::string state = text_of(desk, "state");
+    if (text_of(desk, "paused") == "true") state += " (paused)";
+    std::printf("%-20s %-9s %-8s %-7s %s\n", text_of(desk, "name").c_str(), state.c_str(), text_of(desk, "mode").c_str(),
+                text_of(desk, "queued").c_str(), text_of(desk, "model").c_str());
+    if (!text_of(desk, "error").empty()) std::printf("  error: %s\n", text_of(desk, "error").c_str());
+  }
+}
+
+void print_status(const json::object& status) {
+  if (const json::value* desks = status.if_contains("desks"); desks != nullptr && desks->is_array()) {
+    std::printf("deskd at %s%s\n", text_of(status, "time").c_str(), text_of(status, "stopping") == "true" ? " (stopping)" : "");
+    print_desks(desks->as_array());
+    return;
+  }
+  for (const char* key : {"name", "state", "mode", "paused", "queued", "model", "directory", "open_proposals", "error"}) {
+    if (status.contains(key)) std::printf("%-15s %s\n", (std::string(key) + ":").c_str(), text_of(status, key).c_str());
+  }
+  if (const json::value* schedules = status.if_contains("schedules"); schedules != nullptr && schedules->is_array()) {
+    for (const auto& schedule : schedules->as_array()) {
+      std::printf("schedule:       %s, next %s\n", text_of(schedule.as_object(), "name").c_str(),
+                  text_of(schedule.as_object(), "next").c_str());
+    }
+  }
+  if (status.contains("usage")) std::printf("usage:\n%s\n", text_of(status, "usage").c_str());
+}
+
+void print_proposals(const json::array& proposals) {
+  if (proposals.empty()) std::puts("No proposals.");
+  for (const auto& value : proposals) {
+    const json::object& proposal = value.as_object();
+    std::printf("%s  %-8s  %s  %s\n  %s\n  why: %s\n", text_of(proposal, "id").c_str(), text_of(proposal, "status").c_str(),
+                text_of(proposal, "desk").c_str(), text_of(proposal, "time").c_str(), text_of(proposal, "path").c_str(),
+                text_of(proposal, "reason").c_str());
+    const std::string diff = text_of(proposal, "diff");
+    if (!diff.empty() && text_of(proposal, "status") == "open") std::printf("%s%s", diff.c_str(), diff.back() == '\n' ? "" : "\n");
+  }
+}
+
+// A simple request: one reply, printed.
+int simple(ControlClient& client, const Options& options, json::object request) {
+  auto reply = client.call(std::move(request));
+  if (!reply.ok()) return unreachable(reply.error());
+  if (!is_ok(*reply)) return refused(*reply, options.json_output);
+  if (options.json_output) {
+    std::puts(json::serialize(*reply).c_str());
+    return kOk;
+  }
+  const json::object& answer = *reply;
+  if (options.command == "desks") {
+    print_desks(answer.at("desks").as_array());
+  } else if (options.command == "status") {
+    print_status(answer.at("status").as_object());
+  } else if (options.command == "send") {
+    std::puts(text_of(answer, "trigger").c_str());
+  } else if (options.command == "commands") {
+    for (const auto& entry : answer.at("commands").as_array()) {
+      std::printf("%-16s %s\n", text_of(entry.as_object(), "name").c_str(), text_of(entry.as_object(), "description").c_str());
+    }
+  } else if (options.command == "proposals") {
+    print_proposals(answer.at("proposals").as_array());
+  } else {
+    const json::object& proposal = answer.at("proposal").as_object();
+    std::printf("Proposal %s %s: %s\n", text_of(proposal, "id").c_str(), text_of(proposal, "status").c_str(),
+                text_of(proposal, "path").c_str());
+  }
+  return kOk;
+}
+
+// Reads lines until the reply to request `id`; events that arrive first are kept.
+Result<json::object> reply_to(ControlClient& client, std::int64_t id, std::vector<json::object>& early_events) {
+  for (;;) {
+    DESKD_ASSIGN_OR_RETURN(auto line, client.read());
+    if (!line) return Error::make(ErrorCode::system, "deskd closed the connection.");
+    const json::value* line_id = line->if_contains("id");
+    if (line->contains("event")) {
+      early_events.push_back(line->at("event").as_object());
+    } else if (line_id != nullptr && ((line_id->is_int64() && line_id->as_int64() == id) || line_id->is_null()) &&
+               line->contains("ok")) {
+      return std::move(*line);
+    }
+  }
+}
+
+int events(ControlClient& client, const Options& options) {
+  std::string desk, from;
+  bool follow = false;
+  for (std::size_t index = 0; index < options.arguments.size(); ++index) {
+    const std::string& argument = options.arguments[index];
+    if (argument == "--follow" || argument == "-f") {
+      follow = true;
+    } else if (argument == "--from" && index + 1 < options.arguments.size()) {
+      from = options.arguments[++index];
+    } else if (!argument.starts_with("-") && desk.empty()) {
+      desk = argument;
+    } else {
+      return usage_error("events: unexpected '" + argument + "'.");
+    }
+  }
+  json::object request{{"id", 1}, {"op", "follow"}, {"replay", !follow || !from.empty()}};
+  if (!desk.empty()) request["desk"] = desk;
+  if (!from.empty()) request["from"] = from;
+  if (auto sent = client.send(request); !sent.ok()) return unreachable(sent.error());
+  for (;;) {
+    auto line = client.read();
+    if (!line.ok()) return unreachable(line.error());
+    if (!*line) return follow ? unreachable(Error::make(ErrorCode::system, "deskd closed the connection.")) : kOk;
+    const json::object& object = **line;
+    if (object.contains("ok")) {
+      if (!is_ok(object)) return refused(object, options.json_output);
+      if (text_of(object, "replay_complete") == "false") {
+        std::fprintf(stderr, "deskctl: older events are no longer kept in memory; the desk's journal has them all.\n");
+      }
+    } else if (object.contains("replayed")) {
+      if (!follow) return kOk;
+    } else if (object.contains("dropped")) {
+      std::fprintf(stderr, "deskctl: %s events were dropped because this client fell behind.\n", text_of(object, "dropped").c_str());
+    } else if (const json::value* event = object.if_contains("event"); event != nullptr && event->is_object()) {
+      const std::string text =
+          options.json_output ? json::serialize(*event) + "\n" : event_text(event->as_object(), true);
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+    }
+  }
+}
+
+int ask(ControlClient& client, const Options& options) {
+  if (options.arguments.size() < 2) return usage_error("ask needs a desk and a message.");
+  const std::string desk = options.arguments[0];
+  std::vector<json::object> pending;
+  if (auto sent = client.send(json::object{{"id", 1}, {"op", "follow"}, {"desk", desk}}); !sent.ok()) return unreachable(sent.error());
+  auto followed = reply_to(client, 1, pending);
+  if (!followed.ok()) return unreachable(followed.error());
+  if (!is_ok(*followed)) return refused(*followed, options.json_output);
+  if (auto sent = client.send(json::object{{"id", 2}, {"op", "send"}, {"desk", desk}, {"text", joined(options.arguments, 1)}});
+      !sent.ok()) {
+    return unreachable(sent.error());
+  }
+  auto submitted = reply_to(client, 2, pending);
+  if (!submitted.ok()) return unreachable(submitted.error());
+  if (!is_ok(*submitted)) return refused(*submitted, options.json_output);
+  const std::string trigger = text_of(*submitted, "trigger");
+  if (options.json_output) std::puts(json::serialize(*submitted).c_str());
+
+  bool mine = false;  // inside the turn our message started (or steers)
+  const auto handle = [&](const json::object& event) -> std::optional<int> {
+    const std::string kind = text_of(event, "kind");
+    const json::value* data_value = event.if_contains("data");
+    const bool about_ours = data_value != nullptr && data_value->is_object() && text_of(data_value->as_object(), "trigger") == trigger;
+    if (about_ours && (kind == "TURN_STARTED" || kind == "STEERING_QUEUED")) mine = true;
+    const bool ends = about_ours && (kind == "TURN_FINISHED" || kind == "TURN_FAILED" || kind == "TURN_STOPPED" ||
+                                     kind == "COMMAND_ANSWERED" || kind == "TRIGGER_FINISHED");
+    if (mine || ends || kind == "DESK_STOPPED") {
+      const std::string text = options.json_output ? json::serialize(event) + "\n" : event_text(event);
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    if (kind == "DESK_STOPPED") {
+      std::fprintf(stderr, "deskctl: the desk stopped before the turn ended; it will run again when deskd starts.\n");
+      return kRefused;
+    }
+    if (!ends) return std::nullopt;
+    return (kind == "TURN_FAILED" || kind == "TURN_STOPPED") ? kRefused : kOk;
+  };
+  for (const auto& event : pending) {
+    if (auto done = handle(event)) return *done;
+  }
+  for (;;) {
+    auto line = client.read();
+    if (!line.ok()) return unreachable(line.error());
+    if (!*line) return unreachable(Error::make(ErrorCode::system, "deskd closed the connection before the turn ended."));
+    if (const json::value* event = (*line)->if_contains("event"); event != nullptr && event->is_object()) {
+      if (auto done = handle(event->as_object())) return *done;
+    } else if ((*line)->contains("dropped")) {
+      std::fprintf(stderr, "deskctl: some events were dropped because this client fell behind.\n");
+    }
+  }
+}
+
+}  // namespace
+
+int run_deskctl(std::span<const std::string_view> arguments) {
+  Options options;
+  const char* from_environment = std::getenv("DESKD_SOCKET");
+  options.socket = from_environment != nullptr && *from_environment != '\0' ? from_environment : "/run/deskd/deskd.sock";
+  std::size_t index = 0;
+  for (; index < arguments.size(); ++index) {
+    const std::string_view argument = arguments[index];
+    if (argument == "-h" || argument == "--help") {
+      std::fputs(kDeskctlUsage, stdout);
+      return kOk;
+    }
+    if (argument == "--json") {
+      options.json_output = true;
+    } else if (argument == "--socket") {
+      if (index + 1 >= arguments.size()) return usage_error("--socket needs a path.");
+      options.socket = std::string(arguments[++index]);
+    } else if (argument.starts_with("--socket=")) {
+      options.socket = std::string(argument.substr(9));
+    } else if (argument.starts_with("-")) {
+      return usage_error("unknown option " + std::string(argument) + ".");
+    } else {
+      break;
+    }
+  }
+  if (index >= arguments.size()) return usage_error("give a command.");
+  options.command = arguments[index];
+  for (++index; index < arguments.size(); ++index) {
+    if (arguments[index] == "--json") {
+      options.json_output = true;
+    } else {
+      options.arguments.emplace_back(arguments[index]);
+    }
+  }
+  const std::string& command = options.command;
+  const auto& args = options.arguments;
+  json::object request;
+  if (command == "desks" && args.empty()) {
+    request = {{"op", "desks"}};
+  } else if (command == "status" && args.size() <= 1) {
+    request = {{"op", "status"}};
+    if (!args.empty()) request["desk"] = args[0];
+  } else if (command == "send" && args.size() >= 2) {
+    request = {{"op", "send"}, {"desk", args[0]}, {"text", joined(args, 1)}};
+  } else if (command == "commands" && args.size() == 1) {
+    request = {{"op", "commands"}, {"desk", args[0]}};
+  } else if (command == "proposals" && args.size() <= 1) {
+    request = {{"op", "proposals"}};
+    if (!args.empty()) request["desk"] = args[0];
+  } else if ((command == "accept" || command == "reject") && args.size() == 1) {
+    request = {{"op", command}, {"proposal", args[0]}};
+  } else if (command != "ask" && command != "events") {
+    const bool known = command == "desks" || command == "status" || command == "send" || command == "commands" ||
+                       command == "proposals" || command == "accept" || command == "reject";
+    return usage_error(known ? "wrong arguments for '" + command + "'." : "unknown command '" + command + "'.");
+  }
+  if (command == "ask" && args.size() < 2) return usage_error("ask needs a desk and a message.");
+  auto client = ControlClient::connect(options.socket);
+  if (!client.ok()) return unreachable(client.error());
+  if (command == "ask") return ask(*client, options);
+  if (command == "events") return events(*client, options);
+  return simple(*client, options, std::move(request));
+}
+
+}  // namespace deskd::control
