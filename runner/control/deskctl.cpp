@@ -242,7 +242,9 @@ int ask(ControlClient& client, const Options& options) {
     if (about_ours && (kind == "TURN_STARTED" || kind == "STEERING_QUEUED")) mine = true;
     const bool ends = about_ours && (kind == "TURN_FINISHED" || kind == "TURN_FAILED" || kind == "TURN_STOPPED" ||
                                      kind == "COMMAND_ANSWERED" || kind == "TRIGGER_FINISHED");
-    if (mine || ends || kind == "DESK_STOPPED") {
+    // Another client's command answered beside our turn is not part of it.
+    const bool others_answer = kind == "COMMAND_ANSWERED" && !about_ours;
+    if ((mine && !others_answer) || ends || kind == "DESK_STOPPED") {
       const std::string text = options.json_output ? json::serialize(event) + "\n" : event_text(event);
       std::fputs(text.c_str(), stdout);
       std::fflush(stdout);
