@@ -4,6 +4,7 @@
 // an API key file) and checked against the desk's folder and writable places.
 
 #include <cerrno>
+#include <cmath>
 #include <map>
 
 #include "policy/confinement.h"
@@ -167,7 +168,7 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const std::v
     desk.maximum_output_characters = static_cast<std::size_t>(*characters);
   }
   if (auto seconds = reader.number("stall_timeout_seconds", {0, true, 7 * kSecondsInADay})) {
-    desk.stall_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(*seconds * 1000));
+    desk.stall_timeout = std::chrono::milliseconds(std::llround(*seconds * 1000));
   }
   if (auto minutes = reader.whole("catch_up_minutes", 0, 7 * 24 * 60)) {
     desk.catch_up_window = std::chrono::minutes(*minutes);

@@ -132,8 +132,9 @@ std::vector<std::filesystem::path> merge_hidden_paths(const DeskConfig& desk, co
     } else {
       for (const auto& place : writable_places) {
         if (!policy::is_same_or_inside(place, entry.path)) continue;
-        problems.add(entry.position, entry.label + ' ' + entry.path.native() + " covers " + place.native() +
-                                         ", a place desk " + desk_name + " must be able to write");
+        const std::string what = place == entry.path ? " is " : " covers " + place.native() + ", ";
+        problems.add(entry.position, entry.label + ' ' + entry.path.native() + what + "a place desk " + desk_name +
+                                         " must be able to write");
       }
     }
     if (std::find(merged.begin(), merged.end(), entry.path) == merged.end()) merged.push_back(entry.path);

@@ -57,9 +57,9 @@ bool is_desk_name(std::string_view name);
 bool is_variable_name(std::string_view name);
 
 /// `text` made absolute against `config_folder` and resolved like policy::resolve_path.
-/// A component that cannot be examined (`deskd check` run by someone who may not look
-/// into /etc/deskd) leaves the rest lexically normalised rather than failing; malformed
-/// paths, link loops and paths through a file are errors.
+/// When a component cannot be examined (`deskd check` run by someone who may not look into
+/// /etc/deskd), the path is taken lexically normalised instead of failing; malformed paths,
+/// link loops and paths through a file are errors.
 Result<std::filesystem::path> resolve_config_path(std::string_view text, const std::filesystem::path& config_folder);
 
 /// Checks `desk` against `hidden` (its own entries, its sandbox's and the daemon's, each

@@ -83,7 +83,10 @@ TEST_F(ProposalStoreTest, CreateWritesOneJsonFileWithEveryField) {
   EXPECT_EQ(entries_of(folder()), std::vector<std::string>{created->id + ".json"});  // no temporary left
 
   const auto stored = boost::json::parse(read_file(folder() / (created->id + ".json"))).as_object();
-  EXPECT_EQ(stored.size(), 8u);
+  EXPECT_EQ(stored.size(), 9u);
+  // What the file was, so that accepting never overwrites a change made since.
+  EXPECT_EQ(text_of(stored, "base"), *deskd::tools::file_base(plan()));
+  EXPECT_EQ(text_of(stored, "base").substr(0, 7), "sha256:");
   EXPECT_EQ(text_of(stored, "id"), created->id);
   EXPECT_EQ(text_of(stored, "desk"), "research");
   EXPECT_EQ(text_of(stored, "path"), plan().native());

@@ -1,0 +1,87 @@
+#include "runner/control/control_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "runner/control/event_history.h"
+
+namespace deskd::control {
+namespace {
+
+namespace json = boost::json;
+
+TEST(ControlProtocol, ParsesASendRequestAndKeepsItsId) {
+  auto parsed = parse_control_request(R"({"id": "a1", "op": "send", "desk": "nifty", "text": "hello"})");
+  ASSERT_FALSE(parsed.problem) << *parsed.problem;
+  EXPECT_EQ(parsed.request.id, json::value("a1"));
+  EXPECT_EQ(parsed.request.op, "send");
+  EXPECT_EQ(parsed.request.desk, "nifty");
+  EXPECT_EQ(parsed.request.text, "hello");
+}
+
+TEST(ControlProtocol, RefusesWhatIsNotARequest) {
+  EXPECT_EQ(*parse_control_request("not json").problem, "The request is not JSON: syntax error.");
+  EXPECT_EQ(*parse_control_request("[1, 2]").problem, "The request must be a JSON object.");
+  EXPECT_EQ(*parse_control_request(R"({"id": 3})").problem, "The request needs an 'op' string.");
+  auto unknown = parse_control_request(R"({"id": 4, "op": "reboot"})");
+  EXPECT_EQ(unknown.problem_code, code::kUnknownOperation);
+  EXPECT_EQ(unknown.request.id, json::value(4));  // echoed even though the request is refused
+}
+
+TEST(ControlProtocol, NamesTheFieldAnOperationLacksOrMistypes) {
+  EXPECT_EQ(*parse_control_request(R"({"op": "send", "desk": "nifty"})").problem, "'send' needs a non-empty 'text'.");
+  EXPECT_EQ(*parse_control_request(R"({"op": "send", "text": "x"})").problem, "'send' needs a non-empty 'desk'.");
+  EXPECT_EQ(*parse_control_request(R"({"op": "accept"})").problem, "'accept' needs a non-empty 'proposal'.");
+  EXPECT_EQ(*parse_control_request(R"({"op": "status", "desk": 7})").problem, "'desk' must be a string.");
+  EXPECT_EQ(*parse_control_request(R"({"op": "follow", "replay": "yes"})").problem, "'replay' must be true or false.");
+  EXPECT_TRUE(parse_control_request(R"({"op": "unfollow"})").problem);
+  EXPECT_FALSE(parse_control_request(R"({"op": "desks"})").problem);
+  EXPECT_FALSE(parse_control_request(R"({"op": "status", "desk": null})").problem);
+}
+
+TEST(ControlProtocol, RepliesAreOneJsonObjectEchoingTheId) {
+  EXPECT_EQ(reply_ok(json::value(7), {{"trigger", "t-1"}}), R"({"id":7,"ok":true,"trigger":"t-1"})");
+  EXPECT_EQ(reply_error(nullptr, code::kUnknownDesk, "There is no desk 'x'."),
+            R"({"id":null,"ok":false,"code":"unknown_desk","error":"There is no desk 'x'."})");
+  EXPECT_EQ(reply_event(json::value("f"), {{"kind", "TURN_STARTED"}}), R"({"id":"f","event":{"kind":"TURN_STARTED"}})");
+}
+
+desk::Event event(std::uint64_t number, std::string desk_name) {
+  desk::Event made;
+  made.id = "e-" + std::to_string(number);
+  made.desk = std::move(desk_name);
+  made.kind = "MODEL_TEXT";
+  return made;
+}
+
+TEST(EventHistory, ReplaysOneDeskAfterAnEventId) {
+  EventHistory history;
+  for (std::uint64_t number = 1; number <= 6; ++number) history.add(event(number, number % 2 ? "a" : "b"));
+  auto replay = history.since("a", 2);
+  ASSERT_EQ(replay.events.size(), 2u);
+  EXPECT_EQ(replay.events[0].id, "e-3");
+  EXPECT_EQ(replay.events[1].id, "e-5");
+  EXPECT_TRUE(replay.complete);
+  EXPECT_EQ(history.since("", std::nullopt).events.size(), 6u);
+}
+
+TEST(EventHistory, SaysWhenEventsAfterTheIdWereAlreadyDropped) {
+  EventHistory history(3);
+  for (std::uint64_t number = 1; number <= 5; ++number) history.add(event(number, "a"));
+  auto replay = history.since("a", 1);
+  EXPECT_FALSE(replay.complete);  // e-2 is gone
+  ASSERT_EQ(replay.events.size(), 3u);
+  EXPECT_EQ(replay.events.front().id, "e-3");
+  EXPECT_TRUE(history.since("a", 2).complete);
+}
+
+TEST(EventHistory, ReadsEventNumbers) {
+  EXPECT_EQ(event_number("e-42"), 42u);
+  EXPECT_FALSE(event_number("e-"));
+  EXPECT_FALSE(event_number("e-4x"));
+  EXPECT_FALSE(event_number("42"));
+}
+
+}  // namespace
+}  // namespace deskd::control

@@ -1,0 +1,248 @@
+// The control server against a fake daemon, in process: real Unix sockets, a real event
+// loop on its own thread, and blocking clients in the test's threads.
+#include "runner/control/control_server.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "base/clock.h"
+#include "runner/control/control_client.h"
+#include "runner/control/control_protocol.h"
+#include "runner/control/control_service.h"
+
+namespace deskd::control {
+namespace {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+class FakeService final : public ControlService {
+ public:
+  FakeService(asio::any_io_executor executor, const Clock& clock) : executor_(std::move(executor)), bus(clock) {
+    bus.add_sink([this](const desk::Event& event) { history.add(event); });
+  }
+  bool has_desk(const std::string& name) const override { return name == "a"; }
+  json::array desks() const override { return json::array{json::object{{"name", "a"}}}; }
+  Result<json::object> status(const std::string&) const override { return json::object{{"state", "idle"}}; }
+  Result<std::string> send(const std::string&, const std::string& text, const std::string& sender) override {
+    if (text == "refuse me") return Error::make(ErrorCode::refused, "No.");
+    last_sender = sender;
+    return std::string("t-1");
+  }
+  Result<json::array> commands(const std::string&) const override { return json::array{}; }
+  Result<json::array> proposals(const std::string&) const override { return json::array{}; }
+  Result<json::object> decide(const std::string& id, bool, const std::string&) override {
+    return Error::make(ErrorCode::not_found, "There is no proposal '" + id + "'.");
+  }
+  std::shared_ptr<desk::EventSubscription> subscribe() override { return bus.subscribe(executor_, 64); }
+  EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after) const override {
+    return history.since(desk, after);
+  }
+
+  asio::any_io_executor executor_;
+  desk::EventBus bus;
+  EventHistory history;
+  std::string last_sender;
+};
+
+class ControlServerTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char folder_template[] = "/var/tmp/deskd-control-XXXXXX";
+    ASSERT_NE(::mkdtemp(folder_template), nullptr);
+    folder_ = folder_template;
+    socket_ = folder_ / "run" / "deskd.sock";
+    service_ = std::make_unique<FakeService>(io_.get_executor(), clock_);
+    auto server = ControlServer::open(io_.get_executor(), settings(), *service_);
+    ASSERT_TRUE(server.ok()) << server.error().what;
+    server_ = std::move(server).value();
+    asio::co_spawn(io_, server_->run(), asio::detached);
+    thread_ = std::thread([this] {
+      auto guard = asio::make_work_guard(io_);
+      io_.run();
+    });
+  }
+
+  void TearDown() override {
+    if (thread_.joinable()) {
+      asio::post(io_, [this] {
+        server_->close();
+        io_.stop();
+      });
+      thread_.join();
+    }
+    server_.reset();
+    std::filesystem::remove_all(folder_);
+  }
+
+  ControlServerSettings settings() { return ControlServerSettings{socket_, std::nullopt, PeerPolicy(::geteuid(), {}, {}), {}}; }
+
+  ControlClient connect() {
+    auto client = ControlClient::connect(socket_);
+    EXPECT_TRUE(client.ok()) << client.error().what;
+    return std::move(client).value();
+  }
+
+  static json::object next(ControlClient& client) {
+    auto line = client.read();
+    EXPECT_TRUE(line.ok());
+    EXPECT_TRUE(line.ok() && line->has_value()) << "the server closed the connection";
+    return line.ok() && *line ? **line : json::object{};
+  }
+
+  SystemClock clock_;
+  asio::io_context io_;
+  std::filesystem::path folder_, socket_;
+  std::unique_ptr<FakeService> service_;
+  std::unique_ptr<ControlServer> server_;
+  std::thread thread_;
+};
+
+TEST_F(ControlServerTest, TheSocketIsOpenToItsGroupOnly) {
+  struct stat status {};
+  ASSERT_EQ(::stat(socket_.c_str(), &status), 0);
+  EXPECT_TRUE(S_ISSOCK(status.st_mode));
+  EXPECT_EQ(status.st_mode & 0777, 0660u);
+}
+
+TEST_F(ControlServerTest, BadLinesGetErrorRepliesAndTheConnectionStays) {
+  ControlClient client = connect();
+  ASSERT_TRUE(client.send(json::object{{"id", 1}, {"op", "launch"}}).ok());
+  EXPECT_EQ(next(client).at("code"), "unknown_operation");
+  const std::string garbage = "{this is not json\n";
+  ASSERT_EQ(::write(client.fd(), garbage.data(), garbage.size()), static_cast<ssize_t>(garbage.size()));
+  EXPECT_EQ(next(client).at("code"), "bad_request");
+  ASSERT_TRUE(client.send(json::object{{"id", 2}, {"op", "send"}, {"desk", "zz"}, {"text", "x"}}).ok());
+  auto unknown = next(client);
+  EXPECT_EQ(unknown.at("code"), "unknown_desk");
+  EXPECT_EQ(unknown.at("error"), "There is no desk 'zz'.");
+  auto refused = client.call(json::object{{"op", "send"}, {"desk", "a"}, {"text", "refuse me"}});
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->at("code"), "refused");
+  auto sent = client.call(json::object{{"op", "send"}, {"desk", "a"}, {"text", "hello"}});
+  ASSERT_TRUE(sent.ok());
+  EXPECT_EQ(sent->at("ok"), true);
+  EXPECT_EQ(sent->at("trigger"), "t-1");
+  EXPECT_TRUE(service_->last_sender.starts_with("uid " + std::to_string(::geteuid()))) << service_->last_sender;
+}
+
+TEST_F(ControlServerTest, AnOversizedLineGetsAnErrorAndAClose) {
+  ControlClient client = connect();
+  const std::string huge(kMaximumRequestBytes + 100, 'x');
+  std::thread writer([&] {
+    // Stops with an error once the server closes; all that matters is what it answers.
+    [[maybe_unused]] const ssize_t written = ::write(client.fd(), huge.data(), huge.size());
+  });
+  auto reply = next(client);
+  EXPECT_EQ(reply.at("code"), "too_long");
+  auto after = client.read();
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(after->has_value());  // closed
+  ::shutdown(client.fd(), SHUT_RDWR);
+  writer.join();
+}
+
+TEST_F(ControlServerTest, ASecondServerOnTheSamePathIsRefusedAndAStaleSocketIsReplaced) {
+  asio::io_context other;
+  auto second = ControlServer::open(other.get_executor(), settings(), *service_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().what, "Another deskd is already listening on " + socket_.native() + ".");
+
+  // A socket file nobody listens on, as a crashed deskd leaves it.
+  const auto stale = folder_ / "stale.sock";
+  {
+    asio::io_context scratch;
+    asio::local::stream_protocol::acceptor acceptor(scratch, asio::local::stream_protocol::endpoint(stale.native()));
+  }
+  ASSERT_TRUE(std::filesystem::exists(stale));
+  ControlServerSettings replaced = settings();
+  replaced.socket_path = stale;
+  auto third = ControlServer::open(other.get_executor(), replaced, *service_);
+  EXPECT_TRUE(third.ok()) << third.error().what;
+
+  // Anything that is not a socket is never replaced.
+  const auto regular = folder_ / "file";
+  std::FILE* file = std::fopen(regular.c_str(), "w");
+  std::fclose(file);
+  replaced.socket_path = regular;
+  auto fourth = ControlServer::open(other.get_executor(), replaced, *service_);
+  ASSERT_FALSE(fourth.ok());
+  EXPECT_EQ(fourth.error().what, regular.native() + " exists and is not a socket; deskd will not replace it.");
+}
+
+TEST_F(ControlServerTest, FollowStreamsOneDeskAndReplaysFromAnEventId) {
+  service_->bus.publish("a", "OLD", {});      // e-1
+  service_->bus.publish("b", "OTHER", {});    // e-2
+  service_->bus.publish("a", "KEPT", {});     // e-3
+  ControlClient client = connect();
+  ASSERT_TRUE(client.send(json::object{{"id", "f"}, {"op", "follow"}, {"desk", "a"}, {"from", "e-1"}}).ok());
+  EXPECT_EQ(next(client).at("ok"), true);
+  EXPECT_EQ(next(client).at("event").at("kind"), "KEPT");
+  EXPECT_EQ(next(client).at("replayed"), 1);
+  service_->bus.publish("b", "NOT_MINE", {});
+  service_->bus.publish("a", "NEW", {});
+  EXPECT_EQ(next(client).at("event").at("kind"), "NEW");
+  ASSERT_TRUE(client.send(json::object{{"id", "u"}, {"op", "unfollow"}, {"follow", "f"}}).ok());
+  EXPECT_EQ(next(client).at("ok"), true);
+  service_->bus.publish("a", "AFTER", {});
+  auto reply = client.call(json::object{{"op", "desks"}});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->at("ok"), true);  // and no AFTER event came before it
+}
+
+TEST_F(ControlServerTest, AStuckClientDelaysNobody) {
+  // Follows, then never reads: its socket buffer fills and its subscription drops events.
+  ControlClient stuck = connect();
+  ASSERT_TRUE(stuck.send(json::object{{"id", 1}, {"op", "follow"}}).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string big(4000, 'x');
+  const auto start = std::chrono::steady_clock::now();
+  for (int index = 0; index < 20000; ++index) service_->bus.publish("a", "MODEL_TEXT", {{"text", big}});
+  const auto publishing = std::chrono::steady_clock::now() - start;
+  // 80 MB of events for a client that reads nothing: publishing never waited for it.
+  EXPECT_LT(publishing, std::chrono::seconds(10));
+  ControlClient other = connect();
+  const auto asked = std::chrono::steady_clock::now();
+  auto reply = other.call(json::object{{"op", "status"}, {"desk", "a"}});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->at("ok"), true);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(2));
+}
+
+TEST_F(ControlServerTest, ManyClientsAtOnce) {
+  std::atomic<int> answered{0};
+  std::vector<std::thread> clients;
+  for (int index = 0; index < 32; ++index) {
+    clients.emplace_back([&] {
+      auto client = ControlClient::connect(socket_);
+      if (!client.ok()) return;
+      for (int request = 0; request < 20; ++request) {
+        auto reply = client->call(json::object{{"op", request % 2 ? "desks" : "status"}});
+        if (reply.ok() && reply->at("ok") == true) ++answered;
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  EXPECT_EQ(answered.load(), 32 * 20);
+}
+
+TEST_F(ControlServerTest, ClosingTheServerEndsEveryConnection) {
+  ControlClient client = connect();
+  ASSERT_TRUE(client.call(json::object{{"op", "desks"}}).ok());
+  asio::post(io_, [this] { server_->close(); });
+  auto line = client.read();
+  ASSERT_TRUE(line.ok());
+  EXPECT_FALSE(line->has_value());
+}
+
+}  // namespace
+}  // namespace deskd::control
