@@ -46,6 +46,10 @@ struct ModelResponse {
   std::vector<ToolCall> tool_calls;
   desk::Usage usage;
   std::string model;  ///< the model that answered, for usage and cost
+  /// Why the model stopped, in the Messages API's words: "end_turn", "tool_use",
+  /// "max_tokens", "pause_turn" (a long turn paused: ask again with this reply in the
+  /// transcript to let it go on), "refusal"; "" when the provider does not say.
+  std::string stop_reason;
 };
 
 class ModelProvider {

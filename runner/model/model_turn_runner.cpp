@@ -2,6 +2,9 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+#include <optional>
+
 #include "runner/desk/event.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/usage_tracker.h"
@@ -75,6 +78,10 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
       content.push_back(json::object{{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", call.input}});
     }
     transcript_.push_back(json::object{{"role", "assistant"}, {"content", std::move(content)}});
+    co_await compact_if_needed(response, context);
+    // A paused long turn (the Messages API's pause_turn) goes on when asked again with its
+    // reply in the transcript.
+    if (response.tool_calls.empty() && response.stop_reason == "pause_turn") continue;
     if (response.tool_calls.empty()) break;
 
     json::array results;
@@ -100,6 +107,78 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
   }
   if (keeper_ != nullptr) (void)keeper_->save_transcript(transcript_);
   co_return desk::TurnOutcome{reply};
+}
+
+namespace {
+
+bool holds_tool_results(const json::value& message) {
+  const json::object& object = message.as_object();
+  if (object.at("role") != "user") return false;
+  const json::value& content = object.at("content");
+  if (!content.is_array()) return false;
+  for (const auto& block : content.as_array()) {
+    if (block.is_object() && block.as_object().if_contains("type") != nullptr && block.at("type") == "tool_result") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Where the transcript may be cut so that what is kept still makes sense to the model: at
+// a user message that starts a turn, or at an assistant message (whose preceding message,
+// summarised away, held no tool call waiting for it). Never at a user message holding
+// tool results: they would lose the tool calls they answer.
+std::optional<std::size_t> split_point(const json::array& transcript) {
+  for (std::size_t index = std::max<std::size_t>(transcript.size() / 2, 1); index + 1 < transcript.size(); ++index) {
+    const json::object& message = transcript[index].as_object();
+    if (message.at("role") == "user" && !holds_tool_results(transcript[index])) return index;
+    if (message.at("role") == "assistant") {
+      const json::value& before = transcript[index - 1];
+      if (before.as_object().at("role") == "user") return index;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+awaitable<void> ModelTurnRunner::compact_if_needed(const ModelResponse& response, desk::TurnContext& context) {
+  const double used = static_cast<double>(response.usage.input_tokens + response.usage.cache_read_tokens +
+                                          response.usage.cache_write_tokens);
+  if (used <= settings_.compaction_share * settings_.context_window_tokens) co_return;
+  auto split = split_point(transcript_);
+  if (!split) co_return;
+  json::array older(transcript_.begin(), transcript_.begin() + static_cast<std::ptrdiff_t>(*split));
+  json::object request_text = text_message("user", "The session is getting too long for the context window. Summarise everything "
+                                       "above for yourself: decisions, open positions, what you were doing and what "
+                                       "is left, the facts you will need. Be complete but brief.");
+  // After tool results the request joins their message: user and assistant take turns.
+  if (older.back().as_object().at("role") == "user" && older.back().as_object().at("content").is_array()) {
+    older.back().as_object()["content"].as_array().push_back(request_text.at("content").as_array().front());
+  } else {
+    older.push_back(std::move(request_text));
+  }
+  ModelResponse summary = co_await ask(request(Purpose::summary, std::move(older)));
+  json::array kept;
+  json::object opening = text_message("user", "Summary of the earlier part of this session:\n" + summary.text);
+  std::size_t first_kept = *split;
+  // The kept part may start with a user message: the summary joins it, so that user and
+  // assistant still take turns.
+  if (transcript_[first_kept].as_object().at("role") == "user") {
+    json::array& content = opening["content"].as_array();
+    const json::value& original = transcript_[first_kept].as_object().at("content");
+    if (original.is_array()) {
+      for (const auto& block : original.as_array()) content.push_back(block);
+    } else if (original.is_string()) {
+      content.push_back(json::object{{"type", "text"}, {"text", original}});
+    }
+    ++first_kept;
+  }
+  kept.push_back(std::move(opening));
+  for (std::size_t index = first_kept; index < transcript_.size(); ++index) kept.push_back(transcript_[index]);
+  const std::size_t summarised = *split;
+  transcript_ = std::move(kept);
+  context.publish("SESSION_COMPACTED", {{"messages_summarised", summarised}, {"input_tokens", static_cast<std::uint64_t>(used)}});
 }
 
 awaitable<std::string> ModelTurnRunner::side_question(std::string question) {

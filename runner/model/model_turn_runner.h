@@ -25,6 +25,11 @@ struct TurnRunnerSettings {
   int maximum_tool_rounds = 100;
   /// Each tool result is cut to this many bytes before the model sees it.
   std::size_t maximum_tool_result_bytes = 100000;
+  /// The model's context window, in tokens. When a request's input passes
+  /// `compaction_share` of it, the older part of the session is summarised into one
+  /// message before the next request (a tool call and its result are never split).
+  std::uint32_t context_window_tokens = 200000;
+  double compaction_share = 0.8;
 };
 
 class ModelTurnRunner final : public desk::TurnRunner {
@@ -46,6 +51,9 @@ class ModelTurnRunner final : public desk::TurnRunner {
  private:
   ModelRequest request(Purpose purpose, boost::json::array messages) const;
   boost::asio::awaitable<ModelResponse> ask(ModelRequest request);
+  /// Summarises the older part of the transcript if `response` says the context is nearly
+  /// full; publishes SESSION_COMPACTED when it did.
+  boost::asio::awaitable<void> compact_if_needed(const ModelResponse& response, desk::TurnContext& context);
 
   std::shared_ptr<ModelProvider> provider_;
   std::shared_ptr<tools::ToolRegistry> registry_;

@@ -1,0 +1,30 @@
+#pragma once
+// What the HTTP model providers (anthropic, openai) need, built from a desk's [model]
+// table: where to send, the key, the limits, and how to retry.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "runner/model/http_client.h"
+
+namespace deskd::model {
+
+struct RetryPolicy {
+  std::uint32_t max_retries = 4;  ///< retries after the first attempt
+  std::chrono::milliseconds base_delay{500};   ///< doubled each retry, with full jitter
+  std::chrono::milliseconds max_delay{30000};  ///< also caps a server's retry-after
+};
+
+struct ProviderSettings {
+  std::string model;     ///< e.g. "claude-sonnet-4-5", "gpt-4.1", "llama3"
+  std::string base_url;  ///< "" means the public endpoint: https://api.anthropic.com or https://api.openai.com/v1
+  std::string api_key;   ///< never logged, never in an event, an error message or a sandbox; may be "" for local servers
+  std::uint32_t max_tokens = 8192;
+  std::optional<double> temperature;
+  HttpSettings http;
+  RetryPolicy retry;
+};
+
+}  // namespace deskd::model

@@ -1,0 +1,145 @@
+// The agent loop's long-session care: a paused turn (pause_turn) goes on, and a session
+// past its share of the context window has its older part summarised into one message
+// without splitting a tool call from its result.
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <set>
+
+#include "runner/model/model_turn_runner.h"
+#include "runner/tools/tool_registry.h"
+
+namespace deskd::model {
+namespace {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+// Answers from a queue and records every request it was given.
+class QueueProvider final : public ModelProvider {
+ public:
+  asio::awaitable<ModelResponse> complete(ModelRequest request) override {
+    requests.push_back(request);
+    if (request.purpose == Purpose::summary) {
+      ModelResponse summary;
+      summary.text = "SUMMARY";
+      co_return summary;
+    }
+    if (answers.empty()) throw std::runtime_error("no more answers");
+    ModelResponse next = std::move(answers.front());
+    answers.pop_front();
+    co_return next;
+  }
+  std::string describe() const override { return "queue"; }
+  std::deque<ModelResponse> answers;
+  std::vector<ModelRequest> requests;
+};
+
+class NoSteering final : public desk::TurnContext {
+ public:
+  std::vector<desk::Trigger> take_steering() override { return {}; }
+  void publish(const std::string& kind, json::object data) override { events.emplace_back(kind, std::move(data)); }
+  void progress() override {}
+  std::vector<std::pair<std::string, json::object>> events;
+};
+
+ModelResponse answer(std::string text, std::uint64_t input_tokens = 10, std::string stop_reason = "end_turn") {
+  ModelResponse response;
+  response.text = std::move(text);
+  response.usage.input_tokens = input_tokens;
+  response.stop_reason = std::move(stop_reason);
+  return response;
+}
+
+ModelResponse tool_call(std::string id, std::uint64_t input_tokens) {
+  ModelResponse response = answer("", input_tokens, "tool_use");
+  response.tool_calls.push_back(ToolCall{std::move(id), "missing_tool", json::object{}});
+  return response;
+}
+
+class LongSessionTest : public ::testing::Test {
+ protected:
+  template <typename T>
+  T wait(asio::awaitable<T> operation) {
+    auto future = asio::co_spawn(io_, std::move(operation), asio::use_future);
+    io_.restart();
+    io_.run();
+    return future.get();
+  }
+  std::shared_ptr<QueueProvider> provider_ = std::make_shared<QueueProvider>();
+  asio::io_context io_;
+  NoSteering context_;
+  TurnRunnerSettings settings_{"system", 100, 100000, 1000, 0.5};
+};
+
+TEST_F(LongSessionTest, APausedTurnIsAskedAgainWithItsReplyInTheTranscript) {
+  provider_->answers.push_back(answer("Part one.", 10, "pause_turn"));
+  provider_->answers.push_back(answer("Part two."));
+  ModelTurnRunner runner(provider_, nullptr, settings_);
+  EXPECT_EQ(wait(runner.run_turn("go", context_)).reply, "Part two.");
+  ASSERT_EQ(provider_->requests.size(), 2u);
+  // The second request ends with the paused reply, not with a new user message.
+  const auto& messages = provider_->requests[1].messages;
+  EXPECT_EQ(messages.back().at("role"), "assistant");
+  EXPECT_EQ(messages.back().at("content").as_array()[0].at("text"), "Part one.");
+}
+
+TEST_F(LongSessionTest, BelowTheShareNothingIsSummarised) {
+  for (int turn = 0; turn < 3; ++turn) provider_->answers.push_back(answer("ok", 400));
+  ModelTurnRunner runner(provider_, nullptr, settings_);
+  for (int turn = 0; turn < 3; ++turn) wait(runner.run_turn("go", context_));
+  EXPECT_EQ(runner.transcript().size(), 6u);
+  for (const auto& request : provider_->requests) EXPECT_NE(request.purpose, Purpose::summary);
+}
+
+TEST_F(LongSessionTest, PastTheShareTheOlderHalfBecomesOneSummary) {
+  ModelTurnRunner runner(provider_, nullptr, settings_);
+  for (int turn = 0; turn < 3; ++turn) {
+    provider_->answers.push_back(answer("reply " + std::to_string(turn), 100));
+    wait(runner.run_turn("turn " + std::to_string(turn), context_));
+  }
+  provider_->answers.push_back(answer("big", 900));  // past 0.5 of 1000 tokens
+  wait(runner.run_turn("turn 3", context_));
+  const json::array& transcript = runner.transcript();
+  // 8 messages: the first 4 summarised; the summary joins "turn 2", the first kept message.
+  ASSERT_EQ(transcript.size(), 4u);
+  const auto& opening = transcript[0].at("content").as_array();
+  EXPECT_EQ(transcript[0].at("role"), "user");
+  EXPECT_EQ(opening[0].at("text"), "Summary of the earlier part of this session:\nSUMMARY");
+  EXPECT_NE(std::string(opening[1].at("text").as_string()).find("turn 2"), std::string::npos);
+  EXPECT_EQ(transcript[1].at("role"), "assistant");
+  ASSERT_EQ(context_.events.back().first, "SESSION_COMPACTED");
+  EXPECT_EQ(context_.events.back().second.at("messages_summarised"), 4);
+}
+
+TEST_F(LongSessionTest, ACompactionNeverSeparatesAToolCallFromItsResult) {
+  ModelTurnRunner runner(provider_, nullptr, settings_);
+  // One long turn: tool call, result, tool call, result, ... then past the share.
+  for (int round = 0; round < 4; ++round) provider_->answers.push_back(tool_call("c" + std::to_string(round), 100));
+  provider_->answers.push_back(tool_call("c4", 900));
+  provider_->answers.push_back(answer("done", 100));
+  EXPECT_EQ(wait(runner.run_turn("long turn", context_)).reply, "done");
+  const json::array& transcript = runner.transcript();
+  // Every kept tool result answers a tool call that is still in the transcript.
+  std::set<std::string> calls;
+  for (const auto& message : transcript) {
+    for (const auto& block : message.at("content").as_array()) {
+      if (block.at("type") == "tool_use") calls.insert(std::string(block.at("id").as_string()));
+      if (block.at("type") == "tool_result") {
+        EXPECT_TRUE(calls.contains(std::string(block.at("tool_use_id").as_string())))
+            << "a result lost its call: " << json::serialize(block);
+      }
+    }
+  }
+  EXPECT_EQ(transcript[0].at("role"), "user");
+  bool compacted = false;
+  for (const auto& [kind, data] : context_.events) compacted = compacted || kind == "SESSION_COMPACTED";
+  EXPECT_TRUE(compacted);
+}
+
+}  // namespace
+}  // namespace deskd::model
