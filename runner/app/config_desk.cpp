@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "policy/confinement.h"
 #include "runner/app/config_reader.h"
@@ -221,9 +222,24 @@ void read_desks(const toml::node& node, const std::vector<PlacedPath>& global_hi
     drafts.push_back(read_desk(*element.as_table(), config, global_hidden, model_position, desk_names, context));
   }
 
+  // An API key never enters a sandbox, whichever desk's key it is.
+  std::set<std::string> key_variables;
+  for (const auto& draft : drafts) {
+    if (draft.desk.model.provider != "script" && !draft.desk.model.api_key_variable.empty()) {
+      key_variables.insert(draft.desk.model.api_key_variable);
+    }
+  }
   // Only now is every API key file known: each is hidden from every desk.
   for (auto& draft : drafts) {
     check_model(draft.desk.model, draft.model_position, context.problems);
+    for (const auto& name : draft.desk.sandbox.environment_variables) {
+      if (key_variables.contains(name)) {
+        context.problems.add(draft.desk.position, "desk " + in_quotes(draft.desk.name) + " would pass " +
+                                                      in_quotes(name) +
+                                                      ", an API key variable, into its sandbox ('environment'); an "
+                                                      "API key never enters a sandbox");
+      }
+    }
     if (draft.directory_found) {
       draft.hidden.insert(draft.hidden.end(), context.daemon_paths.begin(), context.daemon_paths.end());
       draft.desk.hidden_paths =

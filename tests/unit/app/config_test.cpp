@@ -621,6 +621,21 @@ api_key_variable = "ANTHROPIC_API_KEY"
                           "1:1: provider 'anthropic' needs a 'model'"));
 }
 
+TEST_F(ConfigTest, AnApiKeyVariableNeverEntersASandbox) {
+  EXPECT_THAT(problems(parse(R"([model]
+provider = "openai"
+model = "gpt-4.1"
+api_key_variable = "OPENAI_API_KEY"
+[sandbox]
+environment = ["LANG", "OPENAI_API_KEY"]
+[[desk]]
+name = "alpha"
+directory = "desks/alpha"
+)")),
+              ElementsAre("7:1: desk 'alpha' would pass 'OPENAI_API_KEY', an API key variable, into its sandbox "
+                          "('environment'); an API key never enters a sandbox"));
+}
+
 TEST_F(ConfigTest, ScheduleTimesAndDaysAreParsed) {
   const Config config = valid(std::string(kAlpha) + R"([[desk.schedule]]
 name = "a"
