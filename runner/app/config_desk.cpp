@@ -198,7 +198,11 @@ void check_model(const ModelConfig& model, const ConfigPosition& position, Probl
   if (model.model.empty()) {
     problems.add(position, "provider " + in_quotes(model.provider) + " needs a 'model'");
   }
-  if (!model.api_key_file && model.api_key_variable.empty()) {
+  // A local OpenAI-compatible server (Ollama, llama.cpp, vLLM on loopback) needs no key.
+  const bool local_server = model.provider == "openai" &&
+                            (model.base_url.starts_with("http://127.") || model.base_url.starts_with("http://localhost") ||
+                             model.base_url.starts_with("http://[::1]"));
+  if (!local_server && !model.api_key_file && model.api_key_variable.empty()) {
     problems.add(position, "provider " + in_quotes(model.provider) + " needs 'api_key_file' or 'api_key_variable'");
   }
 }

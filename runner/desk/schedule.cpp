@@ -151,7 +151,7 @@ std::vector<Firing> ScheduleBook::catch_up(TimePoint now, std::vector<Missed>& m
   return firings;
 }
 
-std::vector<Firing> ScheduleBook::due(TimePoint now) {
+std::vector<Firing> ScheduleBook::due(TimePoint now, std::vector<Missed>& missed) {
   std::vector<Firing> firings;
   if (first_start_) {
     first_start_ = false;
@@ -161,9 +161,10 @@ std::vector<Firing> ScheduleBook::due(TimePoint now) {
   if (now <= checked_until_) return firings;
   for (std::size_t index = 0; index < schedules_.size(); ++index) {
     // Several firings elapse between two calls only when the machine slept for a day or
-    // more; the latest runs and the older ones are not reported (kept simple on purpose).
+    // more: the latest runs, the older ones are reported.
     const Elapsed elapsed = elapsed_firings(schedules_[index], checked_until_, now, market_);
     if (elapsed.latest) firings.push_back(Firing{index, *elapsed.latest, false});
+    if (elapsed.count > 1) missed.push_back(Missed{index, *elapsed.before_latest, elapsed.count - 1});
   }
   checked_until_ = now;
   return firings;

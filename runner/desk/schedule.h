@@ -76,10 +76,11 @@ class ScheduleBook {
   std::vector<Firing> catch_up(TimePoint now, std::vector<Missed>& missed);
 
   /// The firings due at or before `now` and after checked_until, at most one per schedule
-  /// (its latest, not late, when several elapsed, e.g. while the machine was suspended);
-  /// moves checked_until to `now`. A `now` before checked_until (the clock went back)
-  /// fires nothing and keeps checked_until, so nothing fires twice.
-  std::vector<Firing> due(TimePoint now);
+  /// (its latest, not late, when several elapsed, e.g. while the machine was suspended: the
+  /// older ones are appended to `missed`, so none is skipped silently); moves checked_until
+  /// to `now`. A `now` before checked_until (the clock went back) fires nothing and keeps
+  /// checked_until, so nothing fires twice.
+  std::vector<Firing> due(TimePoint now, std::vector<Missed>& missed);
 
   /// The next moment any schedule fires after checked_until; nullopt when none ever will,
   /// and on a first start until catch_up() or due() has said what "now" is.

@@ -120,7 +120,12 @@ asio::awaitable<void> Scheduler::run() {
     if (error == asio::error::operation_aborted) co_return;
     if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) co_return;
     // Due only once `clock` has reached a firing: an early timer finds nothing and sleeps again.
-    const std::vector<Firing> firings = book.due(clock_.now());
+    std::vector<Missed> skipped;
+    const std::vector<Firing> firings = book.due(clock_.now(), skipped);
+    for (const Missed& each : skipped) {
+      publish_missed(book.schedules()[each.schedule], each.due, each.count,
+                     "deskd was not running on time (was the machine asleep?); only the latest firing runs");
+    }
     if (firings.empty()) continue;
     submit_firings(book, firings);
     save(book.checked_until());

@@ -109,6 +109,7 @@ TEST(NextFiringTest, ImpossibleTimesNeverFire) {
 // ---- ScheduleBook ----
 
 TEST(ScheduleBookTest, CatchUpWithinTheWindowFiresOnceLate) {
+  std::vector<Missed> reported_missed;
   ScheduleBook book({daily("open", 9, 0)}, nullptr, 30min, ist(11, 30, 8, 0));
   std::vector<Missed> missed;
   const auto firings = book.catch_up(ist(11, 30, 9, 10), missed);
@@ -118,7 +119,7 @@ TEST(ScheduleBookTest, CatchUpWithinTheWindowFiresOnceLate) {
   EXPECT_TRUE(firings[0].late);
   EXPECT_TRUE(missed.empty());
   EXPECT_EQ(book.checked_until(), ist(11, 30, 9, 10));
-  EXPECT_TRUE(book.due(ist(11, 30, 9, 10)).empty());
+  EXPECT_TRUE(book.due(ist(11, 30, 9, 10), reported_missed).empty());
   EXPECT_EQ(book.next_wake(), ist(12, 1, 9, 0));
 }
 
@@ -185,37 +186,40 @@ TEST(ScheduleBookTest, FirstStartMissesNothing) {
 }
 
 TEST(ScheduleBookTest, DueFiresOnceAtItsTime) {
+  std::vector<Missed> reported_missed;
   ScheduleBook book({daily("open", 9, 0), daily("close", 15, 30)}, nullptr, 30min, ist(11, 30, 8, 0));
   std::vector<Missed> missed;
   EXPECT_TRUE(book.catch_up(ist(11, 30, 8, 0), missed).empty());
   EXPECT_EQ(book.next_wake(), ist(11, 30, 9, 0));
-  EXPECT_TRUE(book.due(ist(11, 30, 9, 0) - 1ns).empty());
-  const auto firings = book.due(ist(11, 30, 9, 0));
+  EXPECT_TRUE(book.due(ist(11, 30, 9, 0) - 1ns, reported_missed).empty());
+  const auto firings = book.due(ist(11, 30, 9, 0), reported_missed);
   ASSERT_EQ(firings.size(), 1u);
   EXPECT_EQ(firings[0].schedule, 0u);
   EXPECT_EQ(firings[0].due, ist(11, 30, 9, 0));
   EXPECT_FALSE(firings[0].late);
-  EXPECT_TRUE(book.due(ist(11, 30, 9, 0)).empty());
-  EXPECT_TRUE(book.due(ist(11, 30, 9, 0, 1)).empty());
+  EXPECT_TRUE(book.due(ist(11, 30, 9, 0), reported_missed).empty());
+  EXPECT_TRUE(book.due(ist(11, 30, 9, 0, 1), reported_missed).empty());
   EXPECT_EQ(book.next_wake(), ist(11, 30, 15, 30));
 }
 
 TEST(ScheduleBookTest, ClockGoingBackNeverFiresTwice) {
+  std::vector<Missed> reported_missed;
   ScheduleBook book({daily("open", 9, 0)}, nullptr, 30min, ist(11, 30, 8, 0));
-  ASSERT_EQ(book.due(ist(11, 30, 9, 0, 5)).size(), 1u);
-  EXPECT_TRUE(book.due(ist(11, 30, 8, 59)).empty());
+  ASSERT_EQ(book.due(ist(11, 30, 9, 0, 5), reported_missed).size(), 1u);
+  EXPECT_TRUE(book.due(ist(11, 30, 8, 59), reported_missed).empty());
   EXPECT_EQ(book.checked_until(), ist(11, 30, 9, 0, 5));
   EXPECT_EQ(book.next_wake(), ist(12, 1, 9, 0));
-  EXPECT_TRUE(book.due(ist(11, 30, 9, 0, 30)).empty());
+  EXPECT_TRUE(book.due(ist(11, 30, 9, 0, 30), reported_missed).empty());
   std::vector<Missed> missed;
   EXPECT_TRUE(book.catch_up(ist(11, 30, 7, 0), missed).empty());
   EXPECT_TRUE(missed.empty());
   EXPECT_EQ(book.checked_until(), ist(11, 30, 9, 0, 30));
 }
 
-TEST(ScheduleBookTest, DueAfterASuspendFiresOnlyTheLatest) {
+TEST(ScheduleBookTest, DueAfterASuspendFiresOnlyTheLatestAndReportsTheRest) {
+  std::vector<Missed> reported_missed;
   ScheduleBook book({daily("open", 9, 0)}, nullptr, 30min, ist(11, 30, 8, 0));
-  const auto firings = book.due(ist(12, 3, 12, 0));
+  const auto firings = book.due(ist(12, 3, 12, 0), reported_missed);
   ASSERT_EQ(firings.size(), 1u);
   EXPECT_EQ(firings[0].due, ist(12, 3, 9, 0));
   EXPECT_FALSE(firings[0].late);
