@@ -219,11 +219,24 @@ struct Connection : std::enable_shared_from_this<Connection> {
     }
   }
 
+  // Answers a line over the limit and hangs up once the answer is written.
+  void refuse_long_line() {
+    send(reply_error(nullptr, code::kTooLong,
+                     "The request line is longer than " + std::to_string(kMaximumRequestBytes) +
+                         " bytes; the connection is closed."));
+    close_after_flush = true;
+  }
+
   static asio::awaitable<void> serve(std::shared_ptr<Connection> self) {
     std::string buffer;
     std::size_t scanned = 0;
     while (!self->closed) {
       const std::size_t newline = buffer.find('\n', scanned);
+      // A long line whose end arrived in the same read as its limit is still too long.
+      if (newline != std::string::npos && newline > kMaximumRequestBytes) {
+        self->refuse_long_line();
+        break;
+      }
       if (newline != std::string::npos) {
         std::string_view line(buffer.data(), newline);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
@@ -241,10 +254,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
       }
       scanned = buffer.size();
       if (buffer.size() > kMaximumRequestBytes) {
-        self->send(reply_error(nullptr, code::kTooLong,
-                               "The request line is longer than " + std::to_string(kMaximumRequestBytes) +
-                                   " bytes; the connection is closed."));
-        self->close_after_flush = true;
+        self->refuse_long_line();
         break;
       }
       const std::size_t old_size = buffer.size();

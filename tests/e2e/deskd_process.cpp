@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -31,7 +32,8 @@ std::string temporary_path(const char* prefix) {
 
 const char* deskd_binary() { return DESKD_BINARY; }
 
-DeskdProcess::DeskdProcess(const std::vector<std::string>& arguments, std::optional<std::string> stdin_path)
+DeskdProcess::DeskdProcess(const std::vector<std::string>& arguments, std::optional<std::string> stdin_path,
+                           const std::vector<std::string>& environment)
     : error_path_(temporary_path("deskd-e2e-stderr-")) {
   int input_pipe[2] = {-1, -1};
   int output_pipe[2];
@@ -42,6 +44,20 @@ DeskdProcess::DeskdProcess(const std::vector<std::string>& arguments, std::optio
   std::vector<char*> argv;
   for (auto& argument : argv_storage) argv.push_back(argument.data());
   argv.push_back(nullptr);
+  // The environment is built before fork: the child only execs.
+  std::vector<std::string> environment_storage;
+  for (char** variable = environ; *variable != nullptr; ++variable) {
+    const std::string_view entry(*variable);
+    const auto replaced = [&](const std::string& added) {
+      const std::size_t equals = added.find('=');
+      return entry.substr(0, entry.find('=')) == std::string_view(added).substr(0, equals);
+    };
+    if (std::none_of(environment.begin(), environment.end(), replaced)) environment_storage.emplace_back(entry);
+  }
+  environment_storage.insert(environment_storage.end(), environment.begin(), environment.end());
+  std::vector<char*> envp;
+  for (auto& variable : environment_storage) envp.push_back(variable.data());
+  envp.push_back(nullptr);
   const int error_fd = ::open(error_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   const int stdin_fd = stdin_path ? ::open(stdin_path->c_str(), O_RDONLY | O_CLOEXEC) : input_pipe[0];
 
@@ -50,7 +66,7 @@ DeskdProcess::DeskdProcess(const std::vector<std::string>& arguments, std::optio
     ::dup2(stdin_fd, 0);
     ::dup2(output_pipe[1], 1);
     ::dup2(error_fd, 2);
-    ::execv(argv[0], argv.data());
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   ::close(stdin_fd);
@@ -118,6 +134,14 @@ std::string DeskdProcess::read_rest(std::chrono::milliseconds timeout) {
 }
 
 void DeskdProcess::signal(int signal_number) { ::kill(pid_, signal_number); }
+
+bool DeskdProcess::running() {
+  if (status_) return false;
+  int raw = 0;
+  if (::waitpid(pid_, &raw, WNOHANG) != pid_) return true;
+  status_ = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  return false;
+}
 
 int DeskdProcess::wait(std::chrono::milliseconds timeout) {
   if (status_) return *status_;

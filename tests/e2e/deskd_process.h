@@ -19,8 +19,11 @@ using namespace std::chrono_literals;
 class DeskdProcess {
  public:
   /// Starts `deskd ARGUMENTS...`; stdin is a pipe, or the file `stdin_path` when given.
+  /// `environment` ("NAME=value" each) is added to the test's own, replacing a variable of
+  /// the same name.
   explicit DeskdProcess(const std::vector<std::string>& arguments,
-                        std::optional<std::string> stdin_path = std::nullopt);
+                        std::optional<std::string> stdin_path = std::nullopt,
+                        const std::vector<std::string>& environment = {});
   ~DeskdProcess();
   DeskdProcess(const DeskdProcess&) = delete;
   DeskdProcess& operator=(const DeskdProcess&) = delete;
@@ -38,6 +41,8 @@ class DeskdProcess {
   /// Waits for deskd to exit: its exit code, 128+N if a signal ended it, or -1 after the
   /// timeout (deskd is then killed).
   int wait(std::chrono::milliseconds timeout = 30s);
+  /// Whether deskd is still running (never waits; reaps it when it has exited).
+  bool running();
   /// What deskd wrote to standard error so far.
   std::string error_output() const;
 

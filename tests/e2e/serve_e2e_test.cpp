@@ -1,0 +1,746 @@
+// `deskd serve` and `deskctl` as processes: a config with desks on script models, the
+// control socket driven by deskctl and by raw JSON lines, asserting on what a user sees —
+// exit statuses, printed replies, events, journal lines and files on disk.
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <latch>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "e2e/daemon_fixture.h"
+
+namespace deskd::e2e {
+namespace {
+
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::Not;
+using Clock = std::chrono::steady_clock;
+
+// A turn that runs a long command: it is still running whenever the test looks.
+constexpr const char* kLongTurn =
+    R"({"steps": [{"text": "waiting", "tool_calls": [{"name": "bash", "input": {"command": "echo started; sleep 30"}}]}, {"text": "done waiting"}]})"
+    "\n";
+
+std::chrono::milliseconds since(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+}
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+json::object parsed(const std::string& text) {
+  boost::system::error_code error;
+  json::value value = json::parse(text, error);
+  return !error && value.is_object() ? value.as_object() : json::object{};
+}
+
+std::string field(const json::object& object, std::string_view key) {
+  const json::value* value = object.if_contains(key);
+  if (value == nullptr) return {};
+  return value->is_string() ? std::string(value->as_string()) : json::serialize(*value);
+}
+
+std::string describe(const DeskctlResult& result) {
+  return "exit " + std::to_string(result.exit_code) + "\nstdout:\n" + result.output + "\nstderr:\n" + result.error_output;
+}
+
+// Index of the first event at or after `from` matching `wanted`; events.size() when none.
+std::size_t find_event(const std::vector<json::object>& events, const std::function<bool(const json::object&)>& wanted,
+                       std::size_t from = 0) {
+  for (std::size_t index = from; index < events.size(); ++index) {
+    if (wanted(events[index])) return index;
+  }
+  return events.size();
+}
+
+class ServeE2eTest : public ::testing::Test {
+ protected:
+  static void start(ServeDaemon& daemon, const std::vector<std::string>& environment = {}) {
+    std::string why;
+    ASSERT_TRUE(daemon.start(environment, &why)) << why;
+  }
+};
+
+// --- deskd check ---
+
+TEST_F(ServeE2eTest, CheckPrintsEveryProblemWithFileLineAndColumnAndExits2) {
+  ServeDaemon daemon({{"one", R"({"text": "hi"})" "\n"}});
+  {
+    DeskdProcess check({"check", "--config", daemon.config_path()});
+    const std::string output = check.read_rest();
+    EXPECT_EQ(check.wait(), 0) << output << check.error_output();
+    EXPECT_THAT(output, HasSubstr("ok, 1 desk(s): one"));
+  }
+  const std::string bad = daemon.folder() + "/bad.toml";
+  std::ofstream(bad) << "[runner]\n"                       // 1
+                        "state_folder = \"state\"\n"       // 2
+                        "socket = \"state/deskd.sock\"\n"  // 3
+                        "\n"                               // 4
+                        "[[desk]]\n"                       // 5
+                        "nmae = \"one\"\n"                 // 6
+                        "directory = \"desks/one\"\n"      // 7
+                        "\n"                               // 8
+                        "[[desk]]\n"                       // 9
+                        "name = \"two\"\n"                 // 10
+                        "directory = \"no-such-folder\"\n" // 11
+                        "\n"                               // 12
+                        "[[desk.schedule]]\n"              // 13
+                        "name = \"s\"\n"                   // 14
+                        "time = \"25:61\"\n"               // 15
+                        "text = \"x\"\n";                  // 16
+  DeskdProcess check({"check", "--config", bad});
+  const std::string output = check.read_rest();
+  EXPECT_EQ(check.wait(), 2);
+  const std::string problems = check.error_output();
+  EXPECT_THAT(output, Not(HasSubstr("ok")));
+  EXPECT_THAT(problems, HasSubstr(bad + ":5:1: [[desk]] needs a 'name'"));
+  EXPECT_THAT(problems, HasSubstr(bad + ":6:1: unknown key 'nmae'"));
+  EXPECT_THAT(problems, HasSubstr(bad + ":11:13: the desk folder"));
+  EXPECT_THAT(problems, HasSubstr(bad + ":15:8: 'time' must be"));
+  std::istringstream lines(problems);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_THAT(line, MatchesRegex(bad + ":[0-9]+:[0-9]+: .+")) << problems;
+  }
+}
+
+// --- turns through deskctl ---
+
+TEST_F(ServeE2eTest, AskPrintsTheModelTextAndToolOutputAndSendPrintsATriggerId) {
+  ServeDaemon daemon({{"one",
+                       R"json({"steps": [{"text": "let me look", "tool_calls": [{"name": "bash", "input": {"command": "echo tool-output-$((6*7))"}}]}, {"text": "all done"}]})json" "\n"
+                       R"({"text": "second answer"})" "\n"}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  const auto ask = daemon.deskctl({"ask", "one", "look around"});
+  EXPECT_EQ(ask.exit_code, 0) << describe(ask);
+  EXPECT_THAT(ask.output, HasSubstr("let me look"));
+  EXPECT_THAT(ask.output, HasSubstr("> bash echo tool-output-$((6*7))"));
+  EXPECT_THAT(ask.output, HasSubstr("tool-output-42"));
+  EXPECT_THAT(ask.output, HasSubstr("turn finished: all done"));
+
+  const auto send = daemon.deskctl({"send", "one", "and again"});
+  EXPECT_EQ(send.exit_code, 0) << describe(send);
+  EXPECT_THAT(send.output, MatchesRegex("t-[0-9a-f]+\n"));
+}
+
+TEST_F(ServeE2eTest, StatusIsAnsweredWhileATurnRuns) {
+  ServeDaemon daemon({{"one", kLongTurn}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  auto events = daemon.follow("one");
+  ASSERT_TRUE(events);
+  const auto send = daemon.deskctl({"send", "one", "wait a while"});
+  ASSERT_EQ(send.exit_code, 0) << describe(send);
+  ASSERT_TRUE(events->wait_for_event(is_event("TOOL_CALLED")));
+
+  const auto status = daemon.deskctl({"ask", "one", "/status"}, 20s);
+  EXPECT_EQ(status.exit_code, 0) << describe(status);
+  EXPECT_LT(status.elapsed, 5s);
+  EXPECT_THAT(status.output, HasSubstr("/status:"));
+  EXPECT_THAT(status.output, HasSubstr("running a turn for"));
+
+  const auto json_status = daemon.deskctl({"--json", "status", "one"}, 20s);
+  EXPECT_EQ(json_status.exit_code, 0) << describe(json_status);
+  EXPECT_EQ(field(parsed(json_status.output)["status"].as_object(), "state"), "running") << json_status.output;
+}
+
+TEST_F(ServeE2eTest, StopEndsTheRunningTurnAtOnceAndItsAskExits1) {
+  ServeDaemon daemon({{"one", kLongTurn}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  auto events = daemon.follow("one");
+  ASSERT_TRUE(events);
+  auto ask = daemon.deskctl_in_background({"ask", "one", "wait a while"});
+  const auto started = events->wait_for_event(is_event("TURN_STARTED"));
+  ASSERT_TRUE(started);
+  const std::string trigger = event_data(*started, "trigger");
+  ASSERT_TRUE(events->wait_for_event(is_event("TOOL_CALLED")));
+
+  const auto stop_sent = Clock::now();
+  const auto stop = daemon.deskctl({"send", "one", "/stop"});
+  EXPECT_EQ(stop.exit_code, 0) << describe(stop);
+  const auto stopped = events->wait_for_event(is_event("TURN_STOPPED", trigger), 20s);
+  ASSERT_TRUE(stopped) << "no TURN_STOPPED for " << trigger;
+  EXPECT_LT(since(stop_sent), 3s);
+  EXPECT_EQ(event_data(*stopped, "reason"), "/stop");
+
+  const auto result = ask->finish(20s);
+  EXPECT_EQ(result.exit_code, 1) << describe(result);
+  EXPECT_THAT(result.output, HasSubstr("turn stopped (/stop)"));
+}
+
+TEST_F(ServeE2eTest, AMessageSentDuringAToolLandsInTheTurnAtItsNextToolRound) {
+  ServeDaemon daemon({{"one",
+                       R"({"steps": [{"text": "working", "tool_calls": [{"name": "bash", "input": {"command": "sleep 3; echo slept"}}]}, {"tool_calls": [{"name": "bash", "input": {"command": "echo second-round"}}]}, {"text": "done"}]})" "\n"}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  auto events = daemon.follow("one");
+  ASSERT_TRUE(events);
+  auto ask = daemon.deskctl_in_background({"ask", "one", "start working"});
+  std::vector<json::object> seen;
+  const auto started = events->wait_for_event(is_event("TURN_STARTED"), 30s, &seen);
+  ASSERT_TRUE(started);
+  const std::string turn_trigger = event_data(*started, "trigger");
+  ASSERT_TRUE(events->wait_for_event(is_event("TOOL_CALLED"), 30s, &seen));
+
+  const auto steer = daemon.deskctl({"send", "one", "also check the steering"});
+  ASSERT_EQ(steer.exit_code, 0) << describe(steer);
+  const std::string steering = trimmed(steer.output);
+  ASSERT_TRUE(events->wait_for_event(is_event("TURN_FINISHED", turn_trigger), 30s, &seen));
+
+  const std::size_t queued = find_event(seen, is_event("STEERING_QUEUED", steering));
+  const std::size_t delivered = find_event(seen, is_event("STEERING_DELIVERED", steering));
+  ASSERT_LT(queued, seen.size()) << "no STEERING_QUEUED for " << steering;
+  ASSERT_LT(delivered, seen.size()) << "no STEERING_DELIVERED for " << steering;
+  EXPECT_LT(queued, delivered);
+  // Delivered at the end of the first tool round after it was queued: a tool finished,
+  // and nothing else happened in the turn between that and the delivery.
+  const std::size_t round_end = find_event(seen, is_event("TOOL_FINISHED"), queued);
+  EXPECT_LT(round_end, delivered);
+  for (std::size_t index = round_end + 1; index < delivered && index < seen.size(); ++index) {
+    EXPECT_NE(event_kind(seen[index]), "TOOL_CALLED");
+    EXPECT_NE(event_kind(seen[index]), "MODEL_TEXT");
+  }
+  // The message was not a turn of its own.
+  EXPECT_EQ(find_event(seen, is_event("TURN_STARTED", steering)), seen.size());
+
+  const auto result = ask->finish(20s);
+  EXPECT_EQ(result.exit_code, 0) << describe(result);
+  EXPECT_THAT(result.output, HasSubstr("message delivered to the running turn"));
+  EXPECT_THAT(result.output, HasSubstr("second-round"));
+  EXPECT_THAT(result.output, HasSubstr("turn finished: done"));
+
+  // The model's next request carried it, beside the tool result: the session has it.
+  const auto steering_in_session = [&] {
+    const auto session = parsed(file_text(daemon.session_path("one")));
+    const json::value* transcript = session.if_contains("transcript");
+    if (transcript == nullptr || !transcript->is_array()) return false;
+    for (const auto& message : transcript->as_array()) {
+      const std::string text = json::serialize(message);
+      if (text.find("tool_result") != std::string::npos &&
+          text.find("while you worked: also check the steering") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  const auto deadline = Clock::now() + 10s;
+  while (!steering_in_session() && Clock::now() < deadline) std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(steering_in_session()) << file_text(daemon.session_path("one"));
+}
+
+TEST_F(ServeE2eTest, BtwIsAnsweredBesideTheRunningTurn) {
+  ServeDaemon daemon({{"one", kLongTurn}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  auto events = daemon.follow("one");
+  ASSERT_TRUE(events);
+  const auto send = daemon.deskctl({"send", "one", "wait a while"});
+  ASSERT_EQ(send.exit_code, 0) << describe(send);
+  const std::string turn = trimmed(send.output);
+  ASSERT_TRUE(events->wait_for_event(is_event("TOOL_CALLED")));
+
+  const auto btw = daemon.deskctl({"ask", "one", "/btw", "what is the lot size?"}, 20s);
+  EXPECT_EQ(btw.exit_code, 0) << describe(btw);
+  EXPECT_LT(btw.elapsed, 5s);
+  EXPECT_THAT(btw.output, HasSubstr("/btw:"));
+  EXPECT_THAT(btw.output, HasSubstr("The script model has no answer to side questions."));
+
+  // The turn goes on.
+  const auto status = daemon.deskctl({"--json", "status", "one"});
+  EXPECT_EQ(field(parsed(status.output)["status"].as_object(), "state"), "running") << status.output;
+  const auto events_so_far = daemon.deskctl({"--json", "events", "one"});
+  EXPECT_THAT(events_so_far.output, Not(HasSubstr("TURN_STOPPED")));
+  EXPECT_THAT(events_so_far.output, Not(ContainsRegex("TURN_FINISHED.*" + turn)));
+}
+
+// --- the socket's protocol ---
+
+TEST_F(ServeE2eTest, BadRequestsAreAnsweredWithErrorsAndTheConnectionGoesOn) {
+  ServeDaemon daemon({{"one", R"({"text": "hi"})" "\n"}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  const auto nope = daemon.deskctl({"send", "nope", "x"});
+  EXPECT_EQ(nope.exit_code, 1) << describe(nope);
+  EXPECT_THAT(nope.error_output, HasSubstr("'nope'"));
+
+  ControlConnection connection = daemon.connect();
+  ASSERT_TRUE(connection.connected());
+  ASSERT_TRUE(connection.send_raw("{\"id\": 1, \"op\": \n"));
+  auto malformed = connection.read_object();
+  ASSERT_TRUE(malformed);
+  EXPECT_EQ(field(*malformed, "ok"), "false");
+  EXPECT_EQ(field(*malformed, "code"), "bad_request");
+
+  const auto expect_error = [&](json::object request, const std::string& code) {
+    auto reply = connection.call(request);
+    ASSERT_TRUE(reply) << json::serialize(request);
+    EXPECT_EQ(field(*reply, "ok"), "false") << json::serialize(*reply);
+    EXPECT_EQ(field(*reply, "code"), code) << json::serialize(*reply);
+    EXPECT_FALSE(field(*reply, "error").empty());
+  };
+  expect_error({{"id", 2}, {"op", "launch"}}, "unknown_operation");
+  expect_error({{"id", 3}, {"op", "send"}, {"desk", "one"}}, "bad_request");
+  expect_error({{"id", 4}, {"op", "send"}, {"text", "hello"}}, "bad_request");
+  expect_error({{"id", 5}, {"op", "accept"}}, "bad_request");
+  expect_error({{"id", 6}}, "bad_request");
+  expect_error({{"id", 7}, {"op", "send"}, {"desk", "nope"}, {"text", "hello"}}, "unknown_desk");
+  ASSERT_TRUE(connection.send_raw("[1, 2, 3]\n"));
+  auto not_object = connection.read_object();
+  ASSERT_TRUE(not_object);
+  EXPECT_EQ(field(*not_object, "code"), "bad_request");
+
+  auto desks = connection.call({{"id", 8}, {"op", "desks"}});
+  ASSERT_TRUE(desks);
+  EXPECT_EQ(field(*desks, "ok"), "true") << json::serialize(*desks);
+  EXPECT_EQ((*desks)["desks"].as_array().size(), 1u);
+
+  // A line past 1 MiB: one error, then deskd hangs up (it may do so before reading it all).
+  ControlConnection flooding = daemon.connect();
+  ASSERT_TRUE(flooding.connected());
+  (void)flooding.send_raw(std::string((std::size_t{1} << 20) + 128 * 1024, 'x'));
+  auto too_long = flooding.read_object(10s);
+  ASSERT_TRUE(too_long);
+  EXPECT_EQ(field(*too_long, "code"), "too_long");
+  EXPECT_TRUE(flooding.closed_by_peer());
+  // Also when the line's end comes in the same read as the bytes past the limit: a good
+  // request padded with spaces to exactly 1 MiB, read by deskd to its last byte, then
+  // 1000 more spaces and the newline in one write, is refused, not answered.
+  ControlConnection padded = daemon.connect();
+  ASSERT_TRUE(padded.connected());
+  std::string padded_request = R"({"id": 10, "op": "desks"})";
+  padded_request.resize(std::size_t{1} << 20, ' ');
+  ASSERT_TRUE(padded.send_raw(padded_request));
+  const auto read_deadline = Clock::now() + 10s;
+  int unread_by_deskd = 1;
+  while (Clock::now() < read_deadline && ::ioctl(padded.fd(), SIOCOUTQ, &unread_by_deskd) == 0 && unread_by_deskd > 0) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(unread_by_deskd, 0) << "deskd did not read the first 1 MiB";
+  (void)padded.send_raw(std::string(1000, ' ') + "\n");
+  auto padded_reply = padded.read_object(10s);
+  ASSERT_TRUE(padded_reply);
+  EXPECT_EQ(field(*padded_reply, "code"), "too_long") << json::serialize(*padded_reply).substr(0, 200);
+  EXPECT_TRUE(padded.closed_by_peer());
+  // deskd itself goes on.
+  auto after = connection.call({{"id", 9}, {"op", "desks"}});
+  ASSERT_TRUE(after);
+  EXPECT_EQ(field(*after, "ok"), "true");
+}
+
+// What uid `uid` reads from `socket_path` after connecting and writing `request`: its
+// first line, then "closed" or "open" (whether deskd hung up within `close_wait`).
+std::string as_other_user(const std::string& socket_path, uid_t uid, const std::string& request,
+                          std::chrono::milliseconds close_wait) {
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return "pipe failed";
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_path.c_str());
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // Only syscalls from here: the child of a test process reports through the pipe.
+    const auto say = [&](const char* text, std::size_t size) { (void)!::write(report[1], text, size); };
+    if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) {
+      say("cannot change uid\n", 18);
+      ::_exit(1);
+    }
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      say("cannot connect\n", 15);
+      ::_exit(1);
+    }
+    (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    char line[4096];
+    std::size_t size = 0;
+    bool newline = false;
+    bool closed = false;
+    pollfd waiting{fd, POLLIN, 0};
+    while (!newline && size < sizeof line && ::poll(&waiting, 1, 20000) > 0) {
+      const ssize_t count = ::recv(fd, line + size, sizeof line - size, 0);
+      if (count <= 0) {
+        closed = true;
+        break;
+      }
+      for (ssize_t index = 0; index < count && !newline; ++index) {
+        if (line[size + static_cast<std::size_t>(index)] == '\n') {
+          newline = true;
+          size += static_cast<std::size_t>(index) + 1;
+        }
+      }
+      if (!newline) size += static_cast<std::size_t>(count);
+    }
+    say(line, size);
+    if (!newline) say("\n", 1);
+    char rest[4096];
+    while (!closed && ::poll(&waiting, 1, static_cast<int>(close_wait.count())) > 0) {
+      if (::recv(fd, rest, sizeof rest, 0) <= 0) closed = true;
+    }
+    say(closed ? "closed" : "open", closed ? 6 : 4);
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  std::string text;
+  pollfd waiting{report[0], POLLIN, 0};
+  char chunk[4096];
+  while (::poll(&waiting, 1, 40000) > 0) {
+    const ssize_t count = ::read(report[0], chunk, sizeof chunk);
+    if (count <= 0) break;
+    text.append(chunk, static_cast<std::size_t>(count));
+  }
+  ::close(report[0]);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  return text;
+}
+
+TEST_F(ServeE2eTest, APeerWhoseUidIsNotAllowedIsRefusedAndDisconnected) {
+  if (::geteuid() != 0) GTEST_SKIP() << "connecting as another uid needs root";
+  constexpr uid_t kStranger = 4242;
+  const std::string request = "{\"id\": 1, \"op\": \"desks\"}\n";
+  // Opens the socket and its folder to everyone, so that only deskd's own check stands
+  // between uid 4242 and the desks.
+  const auto open_up = [](const ServeDaemon& daemon) {
+    ::chmod(daemon.socket_path().c_str(), 0666);
+    ::chmod(fs::path(daemon.socket_path()).parent_path().c_str(), 0755);
+  };
+  {
+    ServeDaemon daemon({{"one", R"({"text": "hi"})" "\n"}});
+    ASSERT_NO_FATAL_FAILURE(start(daemon));
+    open_up(daemon);
+    const std::string seen = as_other_user(daemon.socket_path(), kStranger, request, 10s);
+    const std::string first_line = seen.substr(0, seen.find('\n'));
+    const auto reply = parsed(first_line);
+    EXPECT_EQ(field(reply, "ok"), "false") << seen;
+    EXPECT_EQ(field(reply, "code"), "not_allowed") << seen;
+    EXPECT_THAT(seen, testing::EndsWith("\nclosed"));
+    // Root and deskd's own uid still get in.
+    const auto desks = daemon.deskctl({"desks"});
+    EXPECT_EQ(desks.exit_code, 0) << describe(desks);
+  }
+  ServeDaemon daemon({{"one", R"({"text": "hi"})" "\n"}}, "allowed_uids = [4242]\n");
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  open_up(daemon);
+  const std::string seen = as_other_user(daemon.socket_path(), kStranger, request, 500ms);
+  const auto reply = parsed(seen.substr(0, seen.find('\n')));
+  EXPECT_EQ(field(reply, "ok"), "true") << seen;
+  ASSERT_TRUE(reply.contains("desks")) << seen;
+  EXPECT_EQ(field(reply.at("desks").as_array().at(0).as_object(), "name"), "one");
+  EXPECT_THAT(seen, testing::EndsWith("\nopen"));
+}
+
+// --- proposals ---
+
+// The newest open proposal of `desk`, from `deskctl --json proposals`.
+std::string open_proposal(const ServeDaemon& daemon, const std::string& desk) {
+  const auto listed = daemon.deskctl({"--json", "proposals", desk});
+  std::string id;
+  const auto reply = parsed(listed.output);
+  const json::value* proposals = reply.if_contains("proposals");
+  if (proposals == nullptr || !proposals->is_array()) return {};
+  for (const auto& proposal : proposals->as_array()) {
+    if (field(proposal.as_object(), "status") == "open") id = field(proposal.as_object(), "id");
+  }
+  return id;
+}
+
+TEST_F(ServeE2eTest, ProposalsAreListedAcceptedRejectedAndRefusedWhenTheFileChanged) {
+  const auto proposing = [](const std::string& content) {
+    return R"({"steps": [{"tool_calls": [{"name": "propose_file_change", "input": {"path": "plan.md", "content": ")" + content +
+           R"(\n", "reason": "a tighter plan"}}]}, {"text": "proposed"}]})" "\n";
+  };
+  ServeDaemon daemon({{"one", proposing("plan v2") + proposing("plan v3") + proposing("plan v4")}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  const std::string plan = daemon.desk_directory("one") + "/plan.md";
+
+  const auto first = daemon.deskctl({"ask", "one", "propose a plan"});
+  ASSERT_EQ(first.exit_code, 0) << describe(first);
+  EXPECT_THAT(first.output, HasSubstr("stored: a change to plan.md"));
+  const std::string accepted = open_proposal(daemon, "one");
+  ASSERT_FALSE(accepted.empty());
+  const auto listed = daemon.deskctl({"proposals"});
+  EXPECT_EQ(listed.exit_code, 0) << describe(listed);
+  EXPECT_THAT(listed.output, HasSubstr(accepted));
+  EXPECT_THAT(listed.output, HasSubstr(plan));
+  EXPECT_THAT(listed.output, HasSubstr("+plan v2"));
+  EXPECT_EQ(file_text(plan), "plan v1\n");
+
+  const auto accept = daemon.deskctl({"accept", accepted});
+  EXPECT_EQ(accept.exit_code, 0) << describe(accept);
+  EXPECT_EQ(file_text(plan), "plan v2\n");
+  const auto again = daemon.deskctl({"accept", accepted});
+  EXPECT_EQ(again.exit_code, 1) << describe(again);
+  EXPECT_THAT(again.error_output, HasSubstr("already accepted"));
+
+  const auto second = daemon.deskctl({"ask", "one", "propose another"});
+  ASSERT_EQ(second.exit_code, 0) << describe(second);
+  const std::string rejected = open_proposal(daemon, "one");
+  ASSERT_FALSE(rejected.empty());
+  ASSERT_NE(rejected, accepted);
+  const auto reject = daemon.deskctl({"reject", rejected});
+  EXPECT_EQ(reject.exit_code, 0) << describe(reject);
+  EXPECT_EQ(file_text(plan), "plan v2\n");
+
+  const auto third = daemon.deskctl({"ask", "one", "propose a third"});
+  ASSERT_EQ(third.exit_code, 0) << describe(third);
+  const std::string refused = open_proposal(daemon, "one");
+  ASSERT_FALSE(refused.empty());
+  ASSERT_NE(refused, rejected);
+  std::ofstream(plan) << "edited by hand\n";
+  const auto stale = daemon.deskctl({"accept", refused});
+  EXPECT_EQ(stale.exit_code, 1) << describe(stale);
+  EXPECT_THAT(stale.error_output, HasSubstr("changed"));
+  EXPECT_EQ(file_text(plan), "edited by hand\n");
+
+  std::map<std::string, std::string> decided;  // kind by proposal
+  for (const auto& event : json_lines(daemon.journal_path("one"))) {
+    if (event_kind(event).starts_with("PROPOSAL_")) decided[event_data(event, "proposal")] += event_kind(event) + " ";
+  }
+  EXPECT_EQ(decided[accepted], "PROPOSAL_ACCEPTED PROPOSAL_REFUSED ");
+  EXPECT_EQ(decided[rejected], "PROPOSAL_REJECTED ");
+  EXPECT_EQ(decided[refused], "PROPOSAL_REFUSED ");
+}
+
+// --- schedules ---
+
+TEST_F(ServeE2eTest, AScheduleFiresAtItsIndiaTimeAndNeverBefore) {
+  using namespace std::chrono;
+  const auto target = ceil<seconds>(system_clock::now()) + 4s;
+  const auto india = target + 5h + 30min;
+  const auto of_day = india - floor<days>(india);
+  if (of_day < 10s || of_day > 24h - 10s) GTEST_SKIP() << "too close to India midnight for a same-day schedule";
+  const hh_mm_ss india_clock{floor<seconds>(of_day)};
+  char time_text[16];
+  std::snprintf(time_text, sizeof time_text, "%02d:%02d:%02d", static_cast<int>(india_clock.hours().count()),
+                static_cast<int>(india_clock.minutes().count()), static_cast<int>(india_clock.seconds().count()));
+  // The trigger's "received" is UTC: "YYYY-MM-DDTHH:MM:SS...Z".
+  const year_month_day utc_date{floor<days>(target)};
+  const hh_mm_ss utc_clock{floor<seconds>(target - floor<days>(target))};
+  char utc_text[32];
+  std::snprintf(utc_text, sizeof utc_text, "%04d-%02u-%02uT%02d:%02d:%02d", static_cast<int>(utc_date.year()),
+                static_cast<unsigned>(utc_date.month()), static_cast<unsigned>(utc_date.day()),
+                static_cast<int>(utc_clock.hours().count()), static_cast<int>(utc_clock.minutes().count()),
+                static_cast<int>(utc_clock.seconds().count()));
+
+  ServeDaemon daemon({{"one", R"({"text": "scheduled answer"})" "\n", "",
+                       "[[desk.schedule]]\nname = \"soon\"\ntime = \"" + std::string(time_text) +
+                           "\"\ntext = \"the schedule speaks\"\n"}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  if (system_clock::now() > target - 500ms) {
+    GTEST_SKIP() << "deskd took too long to start; the schedule time " << time_text << " has passed";
+  }
+  auto events = daemon.follow("one", /*replay=*/true);
+  ASSERT_TRUE(events);
+  const auto is_scheduled = [](const json::object& event) {
+    return event_kind(event) == "TRIGGER_ACCEPTED" && event_data(event, "source") == "schedule";
+  };
+  const auto accepted = events->wait_for_event(is_scheduled, 25s);
+  const auto seen_at = system_clock::now();
+  ASSERT_TRUE(accepted) << "no scheduled trigger by " << time_text << " India time + 20 s";
+  EXPECT_GE(seen_at, target);
+  EXPECT_EQ(event_data(*accepted, "schedule"), "soon");
+  EXPECT_EQ(event_data(*accepted, "text"), "the schedule speaks");
+  EXPECT_GE(event_data(*accepted, "received").substr(0, 19), std::string(utc_text)) << json::serialize(*accepted);
+  const std::string trigger = event_data(*accepted, "id");
+  const auto finished = events->wait_for_event(is_event("TURN_FINISHED", trigger), 20s);
+  ASSERT_TRUE(finished);
+  EXPECT_EQ(event_data(*finished, "reply"), "scheduled answer");
+}
+
+// --- crashes and stops ---
+
+TEST_F(ServeE2eTest, AfterKill9ARestartedDeskdRunsTheInterruptedTriggerAgain) {
+  ServeDaemon daemon({{"one", kLongTurn}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  std::string trigger;
+  {
+    auto events = daemon.follow("one");
+    ASSERT_TRUE(events);
+    const auto send = daemon.deskctl({"send", "one", "interrupted message"});
+    ASSERT_EQ(send.exit_code, 0) << describe(send);
+    trigger = trimmed(send.output);
+    ASSERT_TRUE(events->wait_for_event(is_event("TOOL_CALLED")));
+    daemon.process().signal(SIGKILL);
+    EXPECT_EQ(daemon.process().wait(), 128 + SIGKILL);
+  }
+  struct stat left_behind {};
+  ASSERT_EQ(::lstat(daemon.socket_path().c_str(), &left_behind), 0) << "a killed deskd leaves its socket";
+  ASSERT_TRUE(S_ISSOCK(left_behind.st_mode));
+
+  // The script starts again at its first turn: make that one quick.
+  std::ofstream(daemon.script_path("one")) << R"({"text": "redelivered and done"})" "\n";
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  auto events = daemon.follow("one", /*replay=*/true);
+  ASSERT_TRUE(events);
+  ASSERT_TRUE(events->wait_for_event(is_event("TURN_STARTED", trigger))) << "the trigger " << trigger << " did not run again";
+  const auto finished = events->wait_for_event(is_event("TURN_FINISHED", trigger));
+  ASSERT_TRUE(finished);
+  EXPECT_EQ(event_data(*finished, "reply"), "redelivered and done");
+  // The model was told.
+  EXPECT_THAT(file_text(daemon.session_path("one")), HasSubstr("re-delivered after a restart"));
+}
+
+TEST_F(ServeE2eTest, SigtermStopsCleanlyWithinTheGraceWhileATurnRuns) {
+  ServeDaemon daemon({{"one", kLongTurn}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  auto events = daemon.follow("one");
+  ASSERT_TRUE(events);
+  const auto send = daemon.deskctl({"send", "one", "wait a while"});
+  ASSERT_EQ(send.exit_code, 0) << describe(send);
+  ASSERT_TRUE(events->wait_for_event(is_event("TOOL_CALLED")));
+
+  const auto signalled = Clock::now();
+  EXPECT_EQ(daemon.stop(), 0) << daemon.process().error_output();
+  const auto took = since(signalled);
+  EXPECT_GE(took, 900ms) << "the running turn did not get its grace of 1 s";
+  EXPECT_LT(took, 6s);
+  EXPECT_FALSE(fs::exists(daemon.socket_path()));
+  const auto journal = json_lines(daemon.journal_path("one"));
+  ASSERT_FALSE(journal.empty());
+  EXPECT_EQ(event_kind(journal.back()), "DESK_STOPPED");
+  EXPECT_LT(find_event(journal, is_event("TURN_STOPPED", trimmed(send.output))), journal.size());
+}
+
+TEST_F(ServeE2eTest, TellsSystemdReadyAndStopping) {
+  ServeDaemon daemon({{"one", R"({"text": "hi"})" "\n"}});
+  const std::string notify_path = daemon.folder() + "/notify.sock";
+  const int notify = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(notify, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", notify_path.c_str());
+  ASSERT_EQ(::bind(notify, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const auto receive = [&](std::chrono::milliseconds timeout) -> std::string {
+    pollfd waiting{notify, POLLIN, 0};
+    if (::poll(&waiting, 1, static_cast<int>(timeout.count())) <= 0) return "(nothing)";
+    char message[4096];
+    const ssize_t size = ::recv(notify, message, sizeof message, 0);
+    return size > 0 ? std::string(message, static_cast<std::size_t>(size)) : "(nothing)";
+  };
+  ASSERT_NO_FATAL_FAILURE(start(daemon, {"NOTIFY_SOCKET=" + notify_path}));
+  EXPECT_THAT(receive(30s), HasSubstr("READY=1"));
+  daemon.process().signal(SIGTERM);
+  EXPECT_THAT(receive(30s), HasSubstr("STOPPING=1"));
+  EXPECT_EQ(daemon.process().wait(), 0) << daemon.process().error_output();
+  ::close(notify);
+}
+
+// --- many clients ---
+
+TEST_F(ServeE2eTest, ManyClientsAreAnsweredAndAStuckFollowerDelaysNoTurn) {
+  // Turn 1 prints a lot in many tool calls: far more events than a socket buffer holds.
+  std::string calls;
+  for (int index = 0; index < 300; ++index) {
+    calls += std::string(index > 0 ? ", " : "") +
+             R"({"name": "bash", "input": {"command": "printf '%3000s\\n' call-)" + std::to_string(index) + R"("}})";
+  }
+  ServeDaemon daemon({{"one", R"({"steps": [{"tool_calls": [)" + calls + R"(]}, {"text": "printed a lot"}]})" "\n"
+                              R"({"text": "quick answer"})" "\n"}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+
+  ControlConnection stuck = daemon.connect();
+  ASSERT_TRUE(stuck.connected());
+  ASSERT_TRUE(stuck.send({{"id", 1}, {"op", "follow"}, {"desk", "one"}}));  // and never reads
+
+  constexpr int kClients = 20;
+  std::atomic<int> answered{0};
+  std::latch all_connected(kClients);
+  std::vector<std::thread> clients;
+  for (int index = 0; index < kClients; ++index) {
+    clients.emplace_back([&] {
+      ControlConnection client = daemon.connect();
+      all_connected.arrive_and_wait();
+      if (!client.connected()) return;
+      if (!client.send_raw("{\"id\": 1, \"op\": \"desks\"}\n{\"id\": 2, \"op\": \"status\", \"desk\": \"one\"}\n")) return;
+      auto desks = client.read_object(30s);
+      auto status = client.read_object(30s);
+      if (desks && status && field(*desks, "id") == "1" && desks->contains("desks") && field(*status, "id") == "2" &&
+          status->contains("status")) {
+        ++answered;
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  EXPECT_EQ(answered.load(), kClients);
+
+  const auto big = daemon.deskctl({"ask", "one", "print a lot"}, 60s);
+  EXPECT_EQ(big.exit_code, 0) << big.error_output;
+  EXPECT_THAT(big.output, HasSubstr("call-299"));
+  EXPECT_THAT(big.output, HasSubstr("turn finished: printed a lot"));
+  int unread = 0;
+  ASSERT_EQ(::ioctl(stuck.fd(), FIONREAD, &unread), 0);
+  EXPECT_GT(unread, 64 * 1024) << "the stuck client's socket should be full";
+
+  const auto quick = daemon.deskctl({"ask", "one", "anything quick?"}, 30s);
+  EXPECT_EQ(quick.exit_code, 0) << describe(quick);
+  EXPECT_LT(quick.elapsed, 5s);
+  EXPECT_THAT(quick.output, HasSubstr("turn finished: quick answer"));
+
+  // The stuck client's socket was full: deskd held back the rest and sends it now, in
+  // order, up to the quick turn's end.
+  std::vector<json::object> late;
+  const auto is_quick_end = [](const json::object& event) {
+    return event_kind(event) == "TURN_FINISHED" && event_data(event, "reply") == "quick answer";
+  };
+  EXPECT_TRUE(stuck.wait_for_event(is_quick_end, 30s, &late));
+  std::size_t received = 0;
+  for (const auto& event : late) received += json::serialize(event).size();
+  EXPECT_GT(received, static_cast<std::size_t>(unread)) << "deskd had nothing more for the stuck client";
+  EXPECT_LT(find_event(late, [](const json::object& event) {
+              return event_kind(event) == "TOOL_CALLED" && json::serialize(event).find("call-299") != std::string::npos;
+            }),
+            late.size());
+}
+
+// --- a desk that cannot start ---
+
+TEST_F(ServeE2eTest, ADeskWhoseSandboxCannotStartIsKeptStoppedWhileTheOtherRuns) {
+  // Under a root deskd the sandbox runs as its own uid, which cannot enter a 0700 folder.
+  if (::geteuid() != 0) GTEST_SKIP() << "needs a root deskd, whose sandboxes run as another uid";
+  ServeDaemon daemon({{"broken", R"({"text": "never"})" "\n"}, {"one", R"({"text": "the other desk answers"})" "\n"}});
+  ::chmod(daemon.desk_directory("broken").c_str(), 0700);
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+
+  const auto desks = daemon.deskctl({"desks"});
+  EXPECT_EQ(desks.exit_code, 0) << describe(desks);
+  EXPECT_THAT(desks.output, ContainsRegex("broken +stopped"));
+  EXPECT_THAT(desks.output, ContainsRegex("one +idle"));
+  EXPECT_THAT(desks.output, HasSubstr("error: starting the sandbox"));
+
+  const auto send = daemon.deskctl({"send", "broken", "hello"});
+  EXPECT_EQ(send.exit_code, 1) << describe(send);
+  EXPECT_THAT(send.error_output, HasSubstr("Desk 'broken' is stopped"));
+
+  auto events = daemon.follow("broken", /*replay=*/true);
+  ASSERT_TRUE(events);
+  EXPECT_TRUE(events->wait_for_event(is_event("DESK_FAILED"), 10s));
+
+  const auto ask = daemon.deskctl({"ask", "one", "hello"});
+  EXPECT_EQ(ask.exit_code, 0) << describe(ask);
+  EXPECT_THAT(ask.output, HasSubstr("turn finished: the other desk answers"));
+}
+
+}  // namespace
+}  // namespace deskd::e2e
