@@ -32,9 +32,12 @@ class ServerSentEventParser {
   bool has_partial_event() const;
 
  private:
+  void take_line();
+
   std::size_t maximum_event_bytes_;
   std::string line_;              // the line being read
   bool skip_line_feed_ = false;   // the last piece ended in \r
+  bool first_line_ = true;        // a byte order mark may start it
   ServerSentEvent current_;
   bool current_has_data_ = false;
   std::deque<ServerSentEvent> ready_;

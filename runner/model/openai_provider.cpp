@@ -1,0 +1,160 @@
+#include "runner/model/openai_provider.h"
+
+#include <boost/json.hpp>
+
+#include "runner/model/json_fields.h"
+#include "runner/model/openai_stream.h"
+#include "runner/model/retry.h"
+
+namespace deskd::model {
+namespace json = boost::json;
+using boost::asio::awaitable;
+using json_fields::string_at;
+
+namespace {
+
+constexpr std::string_view kDefaultBaseUrl = "https://api.openai.com/v1";
+
+void append_paragraph(std::string& text, std::string_view piece) {
+  if (piece.empty()) return;
+  if (!text.empty()) text += "\n\n";
+  text += piece;
+}
+
+json::object assistant_message(const json::array& blocks) {
+  std::string text;
+  json::array tool_calls;
+  for (const json::value& block_value : blocks) {
+    const json::object* block = block_value.if_object();
+    if (block == nullptr) continue;
+    const std::string type = string_at(*block, "type").value_or("");
+    if (type == "text") {
+      append_paragraph(text, string_at(*block, "text").value_or(""));
+    } else if (type == "tool_use") {
+      const json::value* input = block->if_contains("input");
+      tool_calls.push_back(json::object{
+          {"id", string_at(*block, "id").value_or("")},
+          {"type", "function"},
+          {"function", json::object{{"name", string_at(*block, "name").value_or("")},
+                                    {"arguments", input != nullptr ? json::serialize(*input) : "{}"}}}});
+    }
+  }
+  json::object message{{"role", "assistant"}};
+  if (text.empty() && !tool_calls.empty()) {
+    message["content"] = nullptr;
+  } else {
+    message["content"] = text;
+  }
+  if (!tool_calls.empty()) message["tool_calls"] = std::move(tool_calls);
+  return message;
+}
+
+// Tool messages must follow the assistant's tool_calls at once, so they go first; the
+// user's words (steering that rode with the results) follow as their own message.
+void add_user_messages(const json::array& blocks, json::array& out) {
+  std::string text;
+  for (const json::value& block_value : blocks) {
+    const json::object* block = block_value.if_object();
+    if (block == nullptr) continue;
+    const std::string type = string_at(*block, "type").value_or("");
+    if (type == "text") {
+      append_paragraph(text, string_at(*block, "text").value_or(""));
+    } else if (type == "tool_result") {
+      const json::value* is_error = block->if_contains("is_error");
+      const bool failed = is_error != nullptr && is_error->is_bool() && is_error->as_bool();
+      const json::value* content = block->if_contains("content");
+      const std::string result = content != nullptr ? json_fields::text_of(*content) : "";
+      out.push_back(json::object{{"role", "tool"},
+                                 {"tool_call_id", string_at(*block, "tool_use_id").value_or("")},
+                                 {"content", failed ? "Error: " + result : result}});
+    }
+  }
+  if (!text.empty()) out.push_back(json::object{{"role", "user"}, {"content", text}});
+}
+
+}  // namespace
+
+json::array openai_messages(const ModelRequest& request) {
+  json::array out;
+  if (!request.system.empty()) out.push_back(json::object{{"role", "system"}, {"content", request.system}});
+  for (const json::value& message_value : request.messages) {
+    const json::object* message = message_value.if_object();
+    if (message == nullptr) continue;
+    const std::string role = string_at(*message, "role").value_or("user");
+    const json::value* content = message->if_contains("content");
+    if (content == nullptr) continue;
+    if (content->is_string()) {
+      out.push_back(json::object{{"role", role}, {"content", content->as_string()}});
+    } else if (content->is_array() && role == "assistant") {
+      out.push_back(assistant_message(content->as_array()));
+    } else if (content->is_array()) {
+      add_user_messages(content->as_array(), out);
+    }
+  }
+  return out;
+}
+
+json::object openai_request_body(const ModelRequest& request, const ProviderSettings& settings) {
+  json::object body;
+  body["model"] = settings.model;
+  body["messages"] = openai_messages(request);
+  if (request.purpose == Purpose::turn && !request.tools.empty()) {
+    json::array tools;
+    for (const ToolSpec& tool : request.tools) {
+      tools.push_back(json::object{
+          {"type", "function"},
+          {"function", json::object{{"name", tool.name}, {"description", tool.description}, {"parameters", tool.input_schema}}}});
+    }
+    body["tools"] = std::move(tools);
+  }
+  body["stream"] = true;
+  body["stream_options"] = json::object{{"include_usage", true}};
+  body["max_tokens"] = settings.max_tokens;
+  if (settings.temperature) body["temperature"] = *settings.temperature;
+  return body;
+}
+
+Result<std::unique_ptr<OpenAiProvider>> OpenAiProvider::create(boost::asio::any_io_executor executor, ProviderSettings settings) {
+  if (settings.model.empty()) {
+    return Error::make(ErrorCode::invalid_argument, "The openai provider needs a model name (e.g. \"gpt-4.1\", \"llama3\").");
+  }
+  DESKD_ASSIGN_OR_RETURN(Url url, api_endpoint("openai", settings.base_url, kDefaultBaseUrl, "/chat/completions"));
+  return std::unique_ptr<OpenAiProvider>(new OpenAiProvider(std::move(executor), std::move(settings), std::move(url)));
+}
+
+OpenAiProvider::OpenAiProvider(boost::asio::any_io_executor executor, ProviderSettings settings, Url url)
+    : settings_(std::move(settings)),
+      url_(std::move(url)),
+      dialect_{settings_.base_url.empty() ? std::string("The OpenAI API")
+                                          : "The OpenAI-compatible API at " + url_.host + ":" + std::to_string(url_.port),
+               "x-request-id", read_openai_error_body},
+      client_(std::move(executor), settings_.http) {}
+
+awaitable<ModelResponse> OpenAiProvider::attempt(HttpRequest http) {
+  OpenAiStreamAssembler assembler(dialect_.service, settings_.max_tokens);
+  ModelResponse response = co_await streamed_call(client_, std::move(http), dialect_, assembler);
+  if (response.model.empty()) response.model = settings_.model;
+  co_return response;
+}
+
+awaitable<ModelResponse> OpenAiProvider::complete(ModelRequest request) {
+  HttpRequest http;
+  http.url = url_;
+  if (!settings_.api_key.empty()) http.headers.push_back({"authorization", "Bearer " + settings_.api_key});
+  http.headers.push_back({"content-type", "application/json"});
+  http.headers.push_back({"accept", "text/event-stream"});
+  http.body = json::serialize(openai_request_body(request, settings_));
+  // Not a coroutine lambda: it only starts attempt(), whose frame holds its own copy.
+  ModelAttempt try_once = [this, &http] { return attempt(http); };
+  std::optional<ProviderError> failure;
+  try {
+    ModelResponse response = co_await complete_with_retries(settings_.retry, dialect_.service, std::move(try_once));
+    co_return response;
+  } catch (const ProviderError& error) {
+    // The API's own messages may quote what it was sent; the key must never reach a person.
+    failure.emplace(redact(error.what(), settings_.api_key), error.retryable(), error.http_status(), error.retry_after());
+  }
+  throw *failure;
+}
+
+}  // namespace deskd::model
