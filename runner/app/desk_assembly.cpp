@@ -109,11 +109,14 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
                                         desk_config.maximum_output_characters, desk_config.name, desk->proposals};
   auto registry = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(executor, std::move(tool_settings)));
 
-  auto provider = make_model_provider(desk_config.model);
+  auto provider = make_model_provider(executor, desk_config.model);
   if (!provider.ok()) return step_failed("setting up the model", provider.error());
   desk->model_description = (*provider)->describe();
-  auto runner = std::make_shared<model::ModelTurnRunner>(*provider, registry,
-                                                         model::TurnRunnerSettings{system_prompt(desk_config)},
+  model::TurnRunnerSettings runner_settings;
+  runner_settings.system_prompt = system_prompt(desk_config);
+  runner_settings.context_window_tokens = desk_config.model.context_window;
+  runner_settings.compaction_share = desk_config.model.compaction_share;
+  auto runner = std::make_shared<model::ModelTurnRunner>(*provider, registry, runner_settings,
                                                          desk->session_keeper.get(), desk->usage_tracker.get());
 
   desk::DeskParts parts;

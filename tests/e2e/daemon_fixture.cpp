@@ -308,8 +308,8 @@ ServeDaemon::ServeDaemon(std::initializer_list<DeskSetup> desks, std::string run
               "directory = \"desks/" + desk.name + "\"\n"
               "hidden_paths = [\"desks/" + desk.name + "/.env\"]\n" +
               desk.settings + "\n"
-              "[desk.model]\n"
-              "script = \"" + desk.name + ".jsonl\"\n\n" +
+              "[desk.model]\n" +
+              (desk.model.empty() ? "script = \"" + desk.name + ".jsonl\"\n" : desk.model) + "\n" +
               desk.tables + "\n";
   }
   write_file(config_path(), config);

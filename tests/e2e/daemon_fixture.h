@@ -92,6 +92,7 @@ struct DeskSetup {
   std::string script;    ///< the script's JSON lines
   std::string settings = {};  ///< TOML lines added to its [[desk]] table (before its subtables)
   std::string tables = {};    ///< TOML added after [desk.model], e.g. [[desk.schedule]] tables
+  std::string model = {};     ///< the [desk.model] lines; empty: the script model on `script`
 };
 
 /// A config in a temporary folder and `deskd serve` on it. The destructor stops deskd with

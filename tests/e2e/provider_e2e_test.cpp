@@ -1,0 +1,152 @@
+// deskd serve with the `openai` provider pointed at a fake Chat Completions server on
+// loopback, driven by deskctl ask: the real wire format both ways, a tool call streamed in
+// pieces and run in the sandbox, usage and cost, and the API key nowhere but in the
+// request's Authorization header — not in the sandbox, the log, the events or the journal.
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "e2e/daemon_fixture.h"
+#include "unit/model/fake_http_server.h"
+
+namespace deskd::e2e {
+namespace {
+
+namespace json = boost::json;
+using model::testing::BodyPiece;
+using model::testing::FakeHttpServer;
+using model::testing::FakeResponse;
+
+constexpr const char* kKey = "sk-e2e-7d1c0ffee-secret";
+
+std::string chunk(const json::object& body) { return "data: " + json::serialize(body) + "\n\n"; }
+
+json::object delta(json::object content, json::value finish_reason = nullptr) {
+  return {{"id", "c1"},
+          {"object", "chat.completion.chunk"},
+          {"model", "gpt-test"},
+          {"choices", json::array{json::object{{"index", 0}, {"delta", std::move(content)}, {"finish_reason", finish_reason}}}}};
+}
+
+json::object tool_piece(json::object function, bool first) {
+  json::object call{{"index", 0}, {"function", std::move(function)}};
+  if (first) {
+    call["id"] = "call_1";
+    call["type"] = "function";
+  }
+  return delta({{"tool_calls", json::array{call}}});
+}
+
+json::object usage(int prompt, int completion) {
+  return {{"id", "c1"},
+          {"object", "chat.completion.chunk"},
+          {"model", "gpt-test"},
+          {"choices", json::array{}},
+          {"usage", json::object{{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}}}};
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+TEST(ProviderE2eTest, AnOpenAiDeskWorksThroughTheFakeServerAndItsKeyStaysOutOfEverything) {
+  FakeHttpServer server;
+  // The first reply streams a bash call in pieces; the second answers in text.
+  server.enqueue(FakeResponse::event_stream({
+      {chunk(delta({{"role", "assistant"}, {"content", "Checking the sandbox."}}))},
+      {chunk(tool_piece({{"name", "bash"}, {"arguments", ""}}, true))},
+      {chunk(tool_piece({{"arguments", "{\"command\": \"printenv DESKD_E2E_KEY || "}}, false)), std::chrono::milliseconds(20)},
+      {chunk(tool_piece({{"arguments", "echo no-key-in-sandbox\"}"}}, false))},
+      {chunk(delta(json::object{}, "tool_calls"))},
+      {chunk(usage(1000, 50))},
+      {"data: [DONE]\n\n"},
+  }));
+  server.enqueue(FakeResponse::event_stream({
+      {chunk(delta({{"role", "assistant"}, {"content", "All done: "}}))},
+      {chunk(delta({{"content", "the key is not here."}}))},
+      {chunk(delta(json::object{}, "stop"))},
+      {chunk(usage(1200, 10))},
+      {"data: [DONE]\n\n"},
+  }));
+
+  ServeDaemon daemon({DeskSetup{.name = "alpha",
+                                .script = "",
+                                .tables = "[desk.model.prices.\"gpt-test\"]\ninput = 2.0\noutput = 8.0\n",
+                                .model = "provider = \"openai\"\nmodel = \"gpt-test\"\nbase_url = \"" + server.url("/v1") +
+                                         "\"\napi_key_variable = \"DESKD_E2E_KEY\"\n"}});
+  std::string why;
+  ASSERT_TRUE(daemon.start({std::string("DESKD_E2E_KEY=") + kKey}, &why)) << why;
+
+  const DeskctlResult asked = daemon.deskctl({"ask", "alpha", "Is the key in your sandbox?"});
+  EXPECT_EQ(asked.exit_code, 0) << asked.output << asked.error_output;
+  EXPECT_NE(asked.output.find("Checking the sandbox."), std::string::npos) << asked.output;
+  EXPECT_NE(asked.output.find("no-key-in-sandbox"), std::string::npos) << asked.output;
+  EXPECT_NE(asked.output.find("All done: the key is not here."), std::string::npos) << asked.output;
+
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].method, "POST");
+  EXPECT_EQ(requests[0].target, "/v1/chat/completions");
+  EXPECT_EQ(requests[0].header("authorization"), std::string("Bearer ") + kKey);
+  const json::object first = json::parse(requests[0].body).as_object();
+  EXPECT_EQ(first.at("model"), "gpt-test");
+  EXPECT_EQ(first.at("stream"), true);
+  EXPECT_FALSE(first.at("tools").as_array().empty());
+  // The tool's result goes back as a role "tool" message answering call_1.
+  const json::value second = json::parse(requests[1].body);
+  const json::array& messages = second.at("messages").as_array();
+  bool result_sent = false;
+  for (const auto& message : messages) {
+    const json::object& object = message.as_object();
+    if (object.at("role") == "tool" && object.at("tool_call_id") == "call_1") {
+      result_sent = std::string(object.at("content").as_string()).find("no-key-in-sandbox") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(result_sent) << requests[1].body;
+
+  // Usage and cost from the price table: 2,200 in at $2/M and 60 out at $8/M.
+  const DeskctlResult usage_answer = daemon.deskctl({"ask", "alpha", "/usage"});
+  EXPECT_EQ(usage_answer.exit_code, 0);
+  EXPECT_NE(usage_answer.output.find("gpt-test"), std::string::npos) << usage_answer.output;
+  EXPECT_NE(usage_answer.output.find("2,200 in"), std::string::npos) << usage_answer.output;
+
+  const DeskctlResult events = daemon.deskctl({"--json", "events", "alpha"});
+  EXPECT_EQ(daemon.stop(), 0);
+  for (const auto& [where, text] : std::vector<std::pair<std::string, std::string>>{
+           {"deskctl's output", asked.output + usage_answer.output},
+           {"the events", events.output},
+           {"deskd's log", daemon.process().error_output()},
+           {"the journal", read_all(daemon.journal_path("alpha"))},
+           {"the session", read_all(daemon.session_path("alpha"))}}) {
+    EXPECT_EQ(text.find(kKey), std::string::npos) << "the API key leaked into " << where;
+  }
+  EXPECT_FALSE(read_all(daemon.journal_path("alpha")).empty());
+}
+
+TEST(ProviderE2eTest, ADeskWhoseKeyIsMissingIsKeptStoppedWithAClearError) {
+  ServeDaemon daemon({DeskSetup{.name = "alpha", .script = ""},
+                      DeskSetup{.name = "beta",
+                                .script = "",
+                                .model = "provider = \"anthropic\"\nmodel = \"claude-test\"\n"
+                                         "api_key_variable = \"DESKD_E2E_UNSET_KEY\"\n"}});
+  std::string why;
+  ASSERT_TRUE(daemon.start({}, &why)) << why;
+  const DeskctlResult desks = daemon.deskctl({"desks"});
+  EXPECT_EQ(desks.exit_code, 0);
+  EXPECT_NE(desks.output.find("The API key variable DESKD_E2E_UNSET_KEY is not set in deskd's environment."),
+            std::string::npos)
+      << desks.output;
+  const DeskctlResult sent = daemon.deskctl({"send", "beta", "hello"});
+  EXPECT_EQ(sent.exit_code, 1);
+  EXPECT_EQ(daemon.deskctl({"send", "alpha", "/status"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace deskd::e2e
