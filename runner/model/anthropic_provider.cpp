@@ -133,9 +133,9 @@ AnthropicProvider::AnthropicProvider(boost::asio::any_io_executor executor, Prov
       dialect_{std::string(kAnthropicService), "request-id", read_anthropic_error_body},
       client_(std::move(executor), settings_.http) {}
 
-awaitable<ModelResponse> AnthropicProvider::attempt(HttpRequest http) {
+awaitable<ModelResponse> AnthropicProvider::attempt(HttpRequest http, std::function<void()> on_progress) {
   AnthropicStreamAssembler assembler(settings_.max_tokens);
-  ModelResponse response = co_await streamed_call(client_, std::move(http), dialect_, assembler);
+  ModelResponse response = co_await streamed_call(client_, std::move(http), dialect_, assembler, std::move(on_progress));
   if (response.model.empty()) response.model = settings_.model;
   co_return response;
 }
@@ -149,7 +149,7 @@ awaitable<ModelResponse> AnthropicProvider::complete(ModelRequest request) {
                   {"accept", "text/event-stream"}};
   http.body = json::serialize(anthropic_request_body(request, settings_));
   // Not a coroutine lambda: it only starts attempt(), whose frame holds its own copy.
-  ModelAttempt try_once = [this, &http] { return attempt(http); };
+  ModelAttempt try_once = [this, &http, &request] { return attempt(http, request.on_progress); };
   std::optional<ProviderError> failure;
   try {
     ModelResponse response = co_await complete_with_retries(settings_.retry, dialect_.service, std::move(try_once));

@@ -39,7 +39,7 @@ class AnthropicProvider final : public ModelProvider {
 
  private:
   AnthropicProvider(boost::asio::any_io_executor executor, ProviderSettings settings, Url url);
-  boost::asio::awaitable<ModelResponse> attempt(HttpRequest http);
+  boost::asio::awaitable<ModelResponse> attempt(HttpRequest http, std::function<void()> on_progress);
 
   ProviderSettings settings_;
   Url url_;

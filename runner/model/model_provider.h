@@ -10,6 +10,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct ModelRequest {
   boost::json::array messages;
   std::vector<ToolSpec> tools;
   Purpose purpose = Purpose::turn;
+  /// Called whenever a piece of the reply arrives (may be empty): a long reply that is
+  /// still streaming is progress, not a stalled turn.
+  std::function<void()> on_progress;
 };
 
 struct ToolCall {

@@ -66,7 +66,9 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
       throw std::runtime_error("The turn asked for more than " + std::to_string(settings_.maximum_tool_rounds) +
                                " tool rounds and was ended.");
     }
-    ModelResponse response = co_await ask(request(Purpose::turn, transcript_));
+    ModelRequest turn_request = request(Purpose::turn, transcript_);
+    turn_request.on_progress = [&context] { context.progress(); };
+    ModelResponse response = co_await ask(std::move(turn_request));
     context.progress();
     json::array content;
     if (!response.text.empty()) {

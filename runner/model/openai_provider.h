@@ -48,7 +48,7 @@ class OpenAiProvider final : public ModelProvider {
 
  private:
   OpenAiProvider(boost::asio::any_io_executor executor, ProviderSettings settings, Url url);
-  boost::asio::awaitable<ModelResponse> attempt(HttpRequest http);
+  boost::asio::awaitable<ModelResponse> attempt(HttpRequest http, std::function<void()> on_progress);
 
   ProviderSettings settings_;
   Url url_;

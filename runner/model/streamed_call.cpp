@@ -98,7 +98,7 @@ ProviderError error_in_stream(std::string_view service, const ApiFailure& failur
 }
 
 asio::awaitable<ModelResponse> streamed_call(HttpClient& client, HttpRequest request, const ApiDialect& dialect,
-                                             StreamAssembler& assembler) {
+                                             StreamAssembler& assembler, std::function<void()> on_progress) {
   // GCC 12: no co_await inside a catch block, so every catch keeps the failure and the
   // code after it throws.
   std::optional<ProviderError> failure;
@@ -152,6 +152,7 @@ asio::awaitable<ModelResponse> streamed_call(HttpClient& client, HttpRequest req
       body_ended = true;
       break;
     }
+    if (on_progress) on_progress();
     if (Result<void> fed = parser.feed(*piece); !fed.ok()) {
       throw ProviderError(dialect.service + " sent an event stream that cannot be read: " + fed.error().what, false);
     }

@@ -53,8 +53,9 @@ struct ApiDialect {
 /// and the x-should-retry header), for a reply that is not an event stream, and for a
 /// stream that stalled, broke or ended early. Throws system_error(operation_aborted) when
 /// the awaiting coroutine is cancelled.
+/// `on_progress` (may be empty) is called for each piece of the stream.
 boost::asio::awaitable<ModelResponse> streamed_call(HttpClient& client, HttpRequest request, const ApiDialect& dialect,
-                                                    StreamAssembler& assembler);
+                                                    StreamAssembler& assembler, std::function<void()> on_progress);
 
 /// The ProviderError for an error status and its body (the pure part of streamed_call).
 ProviderError error_for_status(const ApiDialect& dialect, unsigned status, std::string_view body,
