@@ -130,6 +130,63 @@ TEST(ProviderE2eTest, AnOpenAiDeskWorksThroughTheFakeServerAndItsKeyStaysOutOfEv
   EXPECT_FALSE(read_all(daemon.journal_path("alpha")).empty());
 }
 
+std::string openai_model(const FakeHttpServer& server, std::string extra = "") {
+  return "provider = \"openai\"\nmodel = \"gpt-test\"\nbase_url = \"" + server.url("/v1") +
+         "\"\napi_key_variable = \"DESKD_E2E_KEY\"\nmax_retries = 0\n" + extra;
+}
+
+std::string text_reply(const std::string& text) {
+  return chunk(delta({{"role", "assistant"}, {"content", text}})) + chunk(delta(json::object{}, "stop")) +
+         chunk(usage(10, 5)) + "data: [DONE]\n\n";
+}
+
+TEST(ProviderE2eTest, AStalledStreamEndsTheTurnVisiblyAndTheSteeringWaitingForItRunsNext) {
+  FakeHttpServer server;
+  FakeResponse stalled = FakeResponse::event_stream({{chunk(delta({{"role", "assistant"}, {"content", "Thinking"}}))}});
+  stalled.stall = true;
+  server.enqueue(stalled);
+  server.enqueue(FakeResponse::event_stream({{text_reply("Steering handled.")}}));
+  ServeDaemon daemon({DeskSetup{.name = "alpha", .script = "", .model = openai_model(server, "idle_timeout_seconds = 2\n")}});
+  std::string why;
+  ASSERT_TRUE(daemon.start({std::string("DESKD_E2E_KEY=") + kKey}, &why)) << why;
+
+  auto follower = daemon.follow("alpha");
+  ASSERT_TRUE(follower);
+  auto asked = daemon.deskctl_in_background({"ask", "alpha", "Think hard."});
+  ASSERT_TRUE(follower->wait_for_event([](const json::object& event) { return event.at("kind") == "TURN_STARTED"; }));
+  const DeskctlResult steered = daemon.deskctl({"send", "alpha", "Also check the VIX."});
+  ASSERT_EQ(steered.exit_code, 0) << steered.error_output;
+  const std::string steering_trigger = steered.output.substr(0, steered.output.find('\n'));
+
+  const DeskctlResult first = asked->finish(std::chrono::seconds(30));
+  EXPECT_EQ(first.exit_code, 1);
+  EXPECT_NE(first.output.find("turn failed"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("sent nothing for 2 s"), std::string::npos) << first.output;
+  EXPECT_LT(first.elapsed, std::chrono::seconds(15));
+  // The message that arrived during the stalled turn was never delivered: it runs next.
+  auto finished = follower->wait_for_event([&](const json::object& event) {
+    return event.at("kind") == "TURN_FINISHED" && event.at("data").at("trigger") == json::value(steering_trigger);
+  });
+  ASSERT_TRUE(finished) << "the steering message did not run after the stalled turn";
+  EXPECT_EQ(finished->at("data").at("reply"), "Steering handled.");
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_NE(requests[1].body.find("Also check the VIX."), std::string::npos);
+}
+
+TEST(ProviderE2eTest, AnApiErrorReachesTheUserInTurnFailedAndIsNotRetried) {
+  FakeHttpServer server;
+  server.enqueue(FakeResponse::json(
+      400, R"({"error":{"message":"Invalid value for 'max_tokens': too large.","type":"invalid_request_error"}})"));
+  ServeDaemon daemon({DeskSetup{.name = "alpha", .script = "", .model = openai_model(server)}});
+  std::string why;
+  ASSERT_TRUE(daemon.start({std::string("DESKD_E2E_KEY=") + kKey}, &why)) << why;
+  const DeskctlResult asked = daemon.deskctl({"ask", "alpha", "hello"});
+  EXPECT_EQ(asked.exit_code, 1);
+  EXPECT_NE(asked.output.find("Invalid value for 'max_tokens': too large."), std::string::npos) << asked.output;
+  EXPECT_EQ(server.requests().size(), 1u);
+}
+
 TEST(ProviderE2eTest, ADeskWhoseKeyIsMissingIsKeptStoppedWithAClearError) {
   ServeDaemon daemon({DeskSetup{.name = "alpha", .script = ""},
                       DeskSetup{.name = "beta",
