@@ -82,6 +82,10 @@ std::string event_text(const json::object& event, bool everything) {
   if (kind == "SCHEDULE_MISSED") {
     return prefix + "schedule " + string_of(data, "schedule") + " missed: " + string_of(data, "reason") + "\n";
   }
+  if (kind == "MODEL_RETRYING") return prefix + "the model call failed and is retried: " + string_of(data, "reason") + "\n";
+  if (kind == "SESSION_COMPACTED") {
+    return prefix + "the session was compacted: " + string_of(data, "messages_summarised") + " older messages summarised\n";
+  }
   if (kind == "DESK_FAILED") return prefix + "desk failed: " + string_of(data, "error") + "\n";
   if (kind == "DESK_STARTED" || kind == "DESK_STOPPED") return prefix + (kind == "DESK_STARTED" ? "desk started\n" : "desk stopped\n");
   if (kind == "SESSION_ROLLED_OVER") return prefix + "new session (" + string_of(data, "reason") + ")\n";

@@ -152,7 +152,7 @@ awaitable<ModelResponse> AnthropicProvider::complete(ModelRequest request) {
   ModelAttempt try_once = [this, &http, &request] { return attempt(http, request.on_progress); };
   std::optional<ProviderError> failure;
   try {
-    ModelResponse response = co_await complete_with_retries(settings_.retry, dialect_.service, std::move(try_once));
+    ModelResponse response = co_await complete_with_retries(settings_.retry, dialect_.service, std::move(try_once), redacted_notice(request.on_retry, settings_.api_key));
     co_return response;
   } catch (const ProviderError& error) {
     // The API's own messages may quote what it was sent; the key must never reach a person.

@@ -37,6 +37,9 @@ struct ModelRequest {
   /// Called whenever a piece of the reply arrives (may be empty): a long reply that is
   /// still streaming is progress, not a stalled turn.
   std::function<void()> on_progress;
+  /// Told each failure the provider will retry (a 429, an overloaded server), as a
+  /// sentence without secrets, so the user sees why the turn waits.
+  std::function<void(const std::string&)> on_retry;
 };
 
 struct ToolCall {

@@ -58,6 +58,29 @@ awaitable<ModelResponse> ModelTurnRunner::ask(ModelRequest built) {
   co_return response;
 }
 
+namespace {
+
+// The turn's context hears about the request while it runs: each streamed piece is
+// progress, and so is waiting out a retry, which the user also sees as an event. Built
+// outside the coroutine: GCC 12 warns falsely about the frame when these lambdas are made
+// inside it, and the request lives in ask_for_turn's frame, not run_turn's, because GCC 12
+// also warns falsely (-Wmismatched-new-delete) once run_turn's frame holds it.
+ModelRequest watched_by(ModelRequest request, desk::TurnContext& context) {
+  request.on_progress = [&context] { context.progress(); };
+  request.on_retry = [&context](const std::string& reason) {
+    context.publish("MODEL_RETRYING", {{"reason", reason}});
+    context.progress();
+  };
+  return request;
+}
+
+}  // namespace
+
+awaitable<ModelResponse> ModelTurnRunner::ask_for_turn(desk::TurnContext& context) {
+  ModelResponse response = co_await ask(watched_by(request(Purpose::turn, transcript_), context));
+  co_return response;
+}
+
 awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk::TurnContext& context) {
   transcript_.push_back(text_message("user", message));
   std::string reply;
@@ -66,9 +89,7 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
       throw std::runtime_error("The turn asked for more than " + std::to_string(settings_.maximum_tool_rounds) +
                                " tool rounds and was ended.");
     }
-    ModelRequest turn_request = request(Purpose::turn, transcript_);
-    turn_request.on_progress = [&context] { context.progress(); };
-    ModelResponse response = co_await ask(std::move(turn_request));
+    ModelResponse response = co_await ask_for_turn(context);
     context.progress();
     json::array content;
     if (!response.text.empty()) {

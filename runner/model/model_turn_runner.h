@@ -51,6 +51,8 @@ class ModelTurnRunner final : public desk::TurnRunner {
  private:
   ModelRequest request(Purpose purpose, boost::json::array messages) const;
   boost::asio::awaitable<ModelResponse> ask(ModelRequest request);
+  /// The next request of a turn, with `context` told of progress and retries.
+  boost::asio::awaitable<ModelResponse> ask_for_turn(desk::TurnContext& context);
   /// Summarises the older part of the transcript if `response` says the context is nearly
   /// full; publishes SESSION_COMPACTED when it did.
   boost::asio::awaitable<void> compact_if_needed(const ModelResponse& response, desk::TurnContext& context);

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cmath>
 #include <ctime>
+#include <cstdio>
 #include <random>
 
 namespace deskd::model {
@@ -112,7 +113,14 @@ std::string redact(std::string text, std::string_view secret) {
   return text;
 }
 
-asio::awaitable<ModelResponse> complete_with_retries(RetryPolicy policy, std::string service, ModelAttempt attempt) {
+std::function<void(const std::string&)> redacted_notice(std::function<void(const std::string&)> notice,
+                                                        std::string secret) {
+  if (!notice) return {};
+  return [notice = std::move(notice), secret = std::move(secret)](const std::string& text) { notice(redact(text, secret)); };
+}
+
+asio::awaitable<ModelResponse> complete_with_retries(RetryPolicy policy, std::string service, ModelAttempt attempt,
+                                                    std::function<void(const std::string&)> on_retry) {
   std::mt19937_64 random{std::random_device{}()};
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
   const std::uint64_t attempts_allowed = std::uint64_t{policy.max_retries} + 1;
@@ -135,6 +143,12 @@ asio::awaitable<ModelResponse> complete_with_retries(RetryPolicy policy, std::st
                           false, failure->http_status());
     }
     const milliseconds delay = backoff_delay(policy, attempt_number - 1, failure->retry_after(), jitter(random));
+    if (on_retry) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(delay.count()) / 1000.0);
+      on_retry(std::string(failure->what()) + " Retrying in " + seconds + " s (attempt " +
+               std::to_string(attempt_number + 1) + " of " + std::to_string(attempts_allowed) + ").");
+    }
     asio::steady_timer timer(co_await asio::this_coro::executor, delay);
     co_await timer.async_wait(asio::use_awaitable);
   }

@@ -73,6 +73,10 @@ ProviderError provider_error_from(const HttpError& error, std::string_view servi
 /// than 4 characters are left alone: they would mangle ordinary words).
 std::string redact(std::string text, std::string_view secret);
 
+/// `notice` (may be empty) with `secret` redacted from every sentence it is given.
+std::function<void(const std::string&)> redacted_notice(std::function<void(const std::string&)> notice,
+                                                        std::string secret);
+
 /// One try at a model call; throws ProviderError (or HttpError) when it fails.
 using ModelAttempt = std::function<boost::asio::awaitable<ModelResponse>()>;
 
@@ -80,7 +84,10 @@ using ModelAttempt = std::function<boost::asio::awaitable<ModelResponse>()>;
 /// thrown as is), or policy.max_retries retries have failed too (then the ProviderError
 /// says "`service` still failed after N attempts" and the last reason). Cancellation of
 /// the awaiting coroutine ends a wait at once with system_error(operation_aborted).
+/// `on_retry` (may be empty) hears each failure that will be retried, as a sentence
+/// ("... Retrying in 1.5 s (attempt 2 of 5).").
 boost::asio::awaitable<ModelResponse> complete_with_retries(RetryPolicy policy, std::string service,
-                                                            ModelAttempt attempt);
+                                                            ModelAttempt attempt,
+                                                            std::function<void(const std::string&)> on_retry = {});
 
 }  // namespace deskd::model

@@ -52,7 +52,8 @@ FakeResponse streamed_text(const std::string& text, std::chrono::milliseconds de
 class CountingContext final : public desk::TurnContext {
  public:
   std::vector<desk::Trigger> take_steering() override { return {}; }
-  void publish(const std::string&, json::object) override {}
+  void publish(const std::string& kind, json::object data) override { events.emplace_back(kind, std::move(data)); }
+  std::vector<std::pair<std::string, json::object>> events;
   void progress() override { ++progress_calls; }
   int progress_calls = 0;
 };
@@ -149,6 +150,19 @@ TEST_F(RunnerOverProviderTest, UsageWithCacheTokensIsRecordedAndPriced) {
   // 1000×3 + 200×15 + 500×0.3 + 100×3.75 per million.
   EXPECT_NEAR(*used.cost_usd, (3000 + 3000 + 150 + 375) / 1e6, 1e-9);
   EXPECT_NE(usage_->describe().find("claude-test"), std::string::npos);
+}
+
+TEST_F(RunnerOverProviderTest, ARetriedFailureIsVisibleAsAnEventWithoutTheKey) {
+  server_.enqueue(FakeResponse::json(
+      529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded )" + std::string(testing::kApiKey) + R"("}})"));
+  server_.enqueue(streamed_text("ok"));
+  EXPECT_EQ(wait(runner_->run_turn("go", context_)).reply, "ok");
+  ASSERT_FALSE(context_.events.empty());
+  EXPECT_EQ(context_.events.front().first, "MODEL_RETRYING");
+  const std::string reason(context_.events.front().second.at("reason").as_string());
+  EXPECT_NE(reason.find("Overloaded"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("(attempt 2 of 4)"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find(testing::kApiKey), std::string::npos) << reason;
 }
 
 }  // namespace
