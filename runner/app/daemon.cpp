@@ -114,7 +114,10 @@ std::size_t Daemon::start() {
 
 asio::awaitable<void> Daemon::stop(std::chrono::milliseconds grace) {
   stopping_ = true;
-  for (auto& [name, slot] : slots_) slot->stop_scheduler.emit(asio::cancellation_type::terminal);
+  for (auto& [name, slot] : slots_) {
+    slot->stop_scheduler.emit(asio::cancellation_type::terminal);
+    if (slot->desk) slot->desk->runtime->drain();  // the grace is for running turns, not queued ones
+  }
   asio::steady_timer timer(executor_);
   const auto give_up = std::chrono::steady_clock::now() + grace;
   const auto any_turn_running = [&] {

@@ -27,6 +27,7 @@ struct DeskCore : std::enable_shared_from_this<DeskCore> {
 
   DeskState state = DeskState::stopped;
   bool paused = false;
+  bool draining = false;  // start no further trigger: deskd is stopping
   std::deque<Trigger> queue;
   std::atomic<std::size_t> queued{0};
   boost::asio::steady_timer wake;  // cancelled when something is queued

@@ -247,6 +247,8 @@ bool DeskRuntime::paused() const { return core_->paused; }
 TurnRunner& DeskRuntime::turn_runner() { return *core_->runner; }
 UsageTracker* DeskRuntime::usage_tracker() { return core_->parts.usage_tracker; }
 std::size_t DeskRuntime::queued_count() const { return core_->queued.load(); }
+
+void DeskRuntime::drain() { core_->draining = true; }
 std::vector<CommandEntry> DeskRuntime::command_catalogue() const { return catalogue(*core_); }
 
 Result<void> DeskRuntime::submit(Trigger trigger) {
@@ -283,7 +285,7 @@ awaitable<void> DeskRuntime::run() {
   }
   try {
     for (;;) {
-      while (core->queue.empty()) {
+      while (core->queue.empty() || core->draining) {
         core->wake.expires_at(asio::steady_timer::time_point::max());
         (void)co_await core->wake.async_wait(kAwait);
         if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {

@@ -92,6 +92,11 @@ class DeskRuntime {
   /// How many triggers wait to be handled.
   std::size_t queued_count() const;
 
+  /// Starts no further trigger: the running turn (if any) goes on to its end, and the
+  /// queue waits — it is in the journal, and runs when the desk starts again. For a clean
+  /// stop: drain, give the running turn its grace, then cancel run().
+  void drain();
+
   /// Handles triggers one at a time until cancelled; re-queues the journal's unfinished
   /// triggers first. Then closes the turn runner and the tools, and reports DESK_STOPPED.
   boost::asio::awaitable<void> run();

@@ -178,6 +178,28 @@ TEST_F(DeskRuntimeTest, HandlesOneTriggerAtATime) {
   EXPECT_THAT(runner_->messages[1], HasSubstr("\n\nsecond"));
 }
 
+TEST_F(DeskRuntimeTest, ADrainingDeskFinishesItsTurnAndStartsNoOther) {
+  runner_->block = true;
+  start_desk();
+  ASSERT_TRUE(desk_->submit(message("first")).ok());
+  wait_for("TURN_STARTED");
+  ASSERT_TRUE(desk_->submit(message("/queue second")).ok());
+  wait_for("TRIGGER_QUEUED", 1);
+  desk_->drain();
+  runner_->block = false;
+  runner_->release();
+  wait_for("TURN_FINISHED");
+  // Give the loop every chance to start the queued trigger; it must not.
+  for (int round = 0; round < 20; ++round) {
+    context_.restart();
+    context_.run_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(runner_->turns_started, 1);
+  EXPECT_EQ(desk_->state(), DeskState::idle);
+  stop_desk();
+  EXPECT_TRUE(run_ended_);
+}
+
 TEST_F(DeskRuntimeTest, MessageDuringATurnSteersIt) {
   runner_->block = true;
   start_desk();
