@@ -103,7 +103,9 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
     if (!market.ok()) return step_failed("reading the market holidays", market.error());
     *desk->market_status = std::move(market).value();
   }
-  desk->skill_library = std::make_unique<desk::SkillLibrary>(desk::SkillLibrary::scan(desk_config.directory));
+  desk->skill_library = std::make_unique<desk::SkillLibrary>(
+      desk_config.skills_folder ? desk::SkillLibrary::scan_folder(*desk_config.skills_folder)
+                                : desk::SkillLibrary::scan(desk_config.directory));
 
   tools::DeskToolSettings tool_settings{std::move(spec).value(), desk_config.timeout_seconds,
                                         desk_config.maximum_output_characters, desk_config.name, desk->proposals};

@@ -86,18 +86,33 @@ bool is_valid_skill_name(std::string_view name) {
 
 SkillLibrary SkillLibrary::scan(const fs::path& desk_folder,
                                 std::span<const std::string_view> reserved_names) {
+  std::error_code error;
+  // SafeFile opens only paths free of links; the resolved desk folder is one.
+  const fs::path desk = fs::canonical(desk_folder, error);
+  if (error) {
+    SkillLibrary library;
+    library.problems_.push_back(
+        SkillProblem{desk_folder, 0, "the desk folder cannot be resolved (" + error.message() + ")."});
+    return library;
+  }
+  return scan_folder(desk / "skills", reserved_names);
+}
+
+SkillLibrary SkillLibrary::scan_folder(const fs::path& skills_folder_given,
+                                       std::span<const std::string_view> reserved_names) {
   SkillLibrary library;
   const auto problem = [&](fs::path path, std::size_t line, std::string why) {
     library.problems_.push_back(SkillProblem{std::move(path), line, std::move(why)});
   };
   std::error_code error;
-  // SafeFile opens only paths free of links; the resolved desk folder is one.
-  const fs::path desk = fs::canonical(desk_folder, error);
+  // The folder's own parents are resolved (SafeFile refuses links); the folder itself
+  // must not be a link.
+  const fs::path parent = fs::canonical(skills_folder_given.parent_path(), error);
   if (error) {
-    problem(desk_folder, 0, "the desk folder cannot be resolved (" + error.message() + ").");
+    problem(skills_folder_given, 0, "the skills folder cannot be resolved (" + error.message() + ").");
     return library;
   }
-  const fs::path skills_folder = desk / "skills";
+  const fs::path skills_folder = parent / skills_folder_given.filename();
   const auto folder_status = fs::symlink_status(skills_folder, error);
   if (folder_status.type() == fs::file_type::not_found) return library;
   if (fs::is_symlink(folder_status)) {

@@ -43,6 +43,10 @@ class SkillLibrary {
   /// "stop") are reported, since /<name> could not reach them. Symbolic links are refused.
   static SkillLibrary scan(const std::filesystem::path& desk_folder,
                            std::span<const std::string_view> reserved_names = {});
+  /// The same for a skills folder elsewhere (a desk's `skills` setting): every
+  /// `<skills_folder>/<name>/SKILL.md`. A missing folder is no problem.
+  static SkillLibrary scan_folder(const std::filesystem::path& skills_folder,
+                                  std::span<const std::string_view> reserved_names = {});
 
   /// The usable skills, sorted by name.
   const std::vector<Skill>& skills() const { return skills_; }

@@ -70,6 +70,21 @@ TEST_F(SkillLibraryTest, ReadsAGoodSkill) {
   EXPECT_EQ(library.find("evening-brief"), nullptr);
 }
 
+TEST_F(SkillLibraryTest, ASkillsFolderElsewhereIsReadTheSameWay) {
+  write_skill("morning-brief", "---\nname: morning-brief\ndescription: Brief.\n---\nDo it.\n");
+  fs::rename(desk_ / "skills", desk_ / "shared-skills");
+  EXPECT_TRUE(SkillLibrary::scan(desk_).skills().empty());
+  const SkillLibrary library = SkillLibrary::scan_folder(desk_ / "shared-skills");
+  ASSERT_TRUE(library.problems().empty()) << library.problems().front().text();
+  ASSERT_EQ(library.skills().size(), 1u);
+  EXPECT_EQ(library.skills().front().path, desk_ / "shared-skills" / "morning-brief" / "SKILL.md");
+  // A link as the folder itself is refused, as for a desk's own skills/.
+  fs::create_directory_symlink(desk_ / "shared-skills", desk_ / "linked-skills");
+  const SkillLibrary linked = SkillLibrary::scan_folder(desk_ / "linked-skills");
+  EXPECT_TRUE(linked.skills().empty());
+  EXPECT_EQ(linked.problems().size(), 1u);
+}
+
 TEST_F(SkillLibraryTest, UnderstandsTheYamlFrontMatterUses) {
   write_skill("folded",
               "---\r\nname: \"folded\"\r\ndescription: >\r\n  Folds these\r\n  two lines.\r\n"
