@@ -19,6 +19,7 @@ struct Daemon::Slot {
   DeskConfig config;
   std::string error;  // why the desk is stopped, when it could not start
   std::unique_ptr<AssembledDesk> desk;
+  std::optional<desk::Journal> failure_journal;  // a desk that could not start still records why
   asio::cancellation_signal stop_desk;
   asio::cancellation_signal stop_scheduler;
   bool desk_running = false;
@@ -67,8 +68,13 @@ void Daemon::journal_daemon_event(const desk::Event& event) {
   for (std::string_view kind : kDaemonKinds) daemon_kind = daemon_kind || kind == event.kind;
   if (!daemon_kind) return;
   auto found = slots_.find(event.desk);
-  if (found == slots_.end() || !found->second->desk || !found->second->desk->journal) return;
-  (void)found->second->desk->journal->append(event);
+  if (found == slots_.end()) return;
+  Slot& slot = *found->second;
+  if (slot.desk && slot.desk->journal) {
+    (void)slot.desk->journal->append(event);
+  } else if (slot.failure_journal) {
+    (void)slot.failure_journal->append(event);
+  }
 }
 
 std::size_t Daemon::start() {
@@ -79,6 +85,11 @@ std::size_t Daemon::start() {
     if (!assembled.ok()) {
       slot.error = assembled.error().what;
       log_.error("desk " + name + " is kept stopped: " + slot.error);
+      std::error_code ignored;
+      std::filesystem::create_directories(desk_state_folder(config_, name), ignored);
+      if (auto journal = desk::Journal::open(desk_state_folder(config_, name) / "journal.jsonl"); journal.ok()) {
+        slot.failure_journal.emplace(std::move(journal).value());
+      }
       bus_.publish(name, daemon_event::kDeskFailed, {{"error", slot.error}});
       continue;
     }

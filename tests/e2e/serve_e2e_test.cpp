@@ -740,6 +740,8 @@ TEST_F(ServeE2eTest, ADeskWhoseSandboxCannotStartIsKeptStoppedWhileTheOtherRuns)
   const auto ask = daemon.deskctl({"ask", "one", "hello"});
   EXPECT_EQ(ask.exit_code, 0) << describe(ask);
   EXPECT_THAT(ask.output, HasSubstr("turn finished: the other desk answers"));
+  // Why the desk never started is kept in its journal too, not only in the log.
+  EXPECT_THAT(file_text(daemon.journal_path("broken")), HasSubstr("\"kind\":\"DESK_FAILED\""));
 }
 
 }  // namespace
