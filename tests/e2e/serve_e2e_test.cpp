@@ -150,6 +150,43 @@ TEST_F(ServeE2eTest, AskPrintsTheModelTextAndToolOutputAndSendPrintsATriggerId) 
   EXPECT_THAT(send.output, MatchesRegex("t-[0-9a-f]+\n"));
 }
 
+// A desk that could talk to deskd's socket could accept its own proposals, and one that
+// could write the state folder could forge them: both are hidden from every desk.
+TEST_F(ServeE2eTest, ADeskCannotReachTheControlSocketOrTheStateFolder) {
+  const std::string probe =
+      "import socket, os\n"
+      "for path in ['../../state/deskd.sock', os.path.realpath('../../state/deskd.sock')]:\n"
+      "    s = socket.socket(socket.AF_UNIX)\n"
+      "    try:\n"
+      "        s.connect(path); s.sendall(b'{\"op\":\"desks\",\"id\":1}\\n'); print('socket: CONNECTED', s.recv(100))\n"
+      "    except OSError as e:\n"
+      "        print('socket refused:', e.strerror)\n"
+      "for path in ['../../state', '../../state/desks/one/proposals']:\n"
+      "    try:\n"
+      "        print('listed:', os.listdir(path))\n"
+      "    except OSError as e:\n"
+      "        print('state refused:', e.strerror)\n"
+      "try:\n"
+      "    open('../../state/desks/one/proposals/p-000000000001.json', 'w').write('{}'); print('FORGED')\n"
+      "except OSError as e:\n"
+      "    print('forge refused:', e.strerror)\n";
+  const json::object step{{"tool_calls", json::array{json::object{
+                                             {"name", "bash"},
+                                             {"input", json::object{{"command", "python3 - <<'EOF'\n" + probe + "EOF"}}}}}}};
+  const json::object turn{{"steps", json::array{step, json::object{{"text", "probed"}}}}};
+  ServeDaemon daemon({{"one", json::serialize(turn) + "\n"}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  const auto ask = daemon.deskctl({"ask", "one", "probe"});
+  EXPECT_EQ(ask.exit_code, 0) << describe(ask);
+  EXPECT_THAT(ask.output, HasSubstr("socket refused:"));
+  EXPECT_THAT(ask.output, HasSubstr("state refused:"));
+  EXPECT_THAT(ask.output, HasSubstr("forge refused:"));
+  EXPECT_THAT(ask.output, Not(HasSubstr("CONNECTED")));
+  EXPECT_THAT(ask.output, Not(HasSubstr("listed:")));
+  EXPECT_THAT(ask.output, Not(HasSubstr("FORGED")));
+  EXPECT_FALSE(std::filesystem::exists(daemon.folder() + "/state/desks/one/proposals/p-000000000001.json"));
+}
+
 TEST_F(ServeE2eTest, StatusIsAnsweredWhileATurnRuns) {
   ServeDaemon daemon({{"one", kLongTurn}});
   ASSERT_NO_FATAL_FAILURE(start(daemon));
