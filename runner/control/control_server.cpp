@@ -85,11 +85,18 @@ struct Connection : std::enable_shared_from_this<Connection> {
   static asio::awaitable<void> drain(std::shared_ptr<Connection> self) {
     while (!self->outgoing.empty() && !self->closed) {
       auto [error, written] = co_await asio::async_write(self->socket, asio::buffer(self->outgoing.front()), kAwait);
+      // close() may have run while the write was in flight: it leaves the line being
+      // written alone (the write still refers to it) and the rest is dropped here.
+      if (self->closed) break;
       self->pending_bytes -= self->outgoing.front().size();
       self->outgoing.pop_front();
       if (error) self->close();
     }
     self->writing = false;
+    if (self->closed) {
+      self->outgoing.clear();
+      self->pending_bytes = 0;
+    }
     self->writable.cancel();
     if (self->close_after_flush) self->close();
   }
@@ -108,8 +115,12 @@ struct Connection : std::enable_shared_from_this<Connection> {
     boost::system::error_code ignored;
     socket.shutdown(stream_protocol::socket::shutdown_both, ignored);
     socket.close(ignored);
-    outgoing.clear();
-    pending_bytes = 0;
+    // A write in flight still refers to the front line; drain() clears the queue once it
+    // has ended.
+    if (!writing) {
+      outgoing.clear();
+      pending_bytes = 0;
+    }
     writable.cancel();
   }
 
