@@ -150,15 +150,9 @@ awaitable<ModelResponse> AnthropicProvider::complete(ModelRequest request) {
   http.body = json::serialize(anthropic_request_body(request, settings_));
   // Not a coroutine lambda: it only starts attempt(), whose frame holds its own copy.
   ModelAttempt try_once = [this, &http, &request] { return attempt(http, request.on_progress); };
-  std::optional<ProviderError> failure;
-  try {
-    ModelResponse response = co_await complete_with_retries(settings_.retry, dialect_.service, std::move(try_once), redacted_notice(request.on_retry, settings_.api_key));
-    co_return response;
-  } catch (const ProviderError& error) {
-    // The API's own messages may quote what it was sent; the key must never reach a person.
-    failure.emplace(redact(error.what(), settings_.api_key), error.retryable(), error.http_status(), error.retry_after());
-  }
-  throw *failure;
+  ModelResponse response = co_await complete_with_retries_redacting(settings_.retry, dialect_.service, std::move(try_once),
+                                                                    request.on_retry, settings_.api_key);
+  co_return response;
 }
 
 }  // namespace deskd::model

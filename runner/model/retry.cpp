@@ -154,4 +154,19 @@ asio::awaitable<ModelResponse> complete_with_retries(RetryPolicy policy, std::st
   }
 }
 
+asio::awaitable<ModelResponse> complete_with_retries_redacting(RetryPolicy policy, std::string service,
+                                                              ModelAttempt attempt,
+                                                              std::function<void(const std::string&)> on_retry,
+                                                              std::string secret) {
+  std::optional<ProviderError> failure;
+  try {
+    ModelResponse response = co_await complete_with_retries(policy, std::move(service), std::move(attempt),
+                                                            redacted_notice(std::move(on_retry), secret));
+    co_return response;
+  } catch (const ProviderError& error) {
+    failure.emplace(redact(error.what(), secret), error.retryable(), error.http_status(), error.retry_after());
+  }
+  throw *failure;
+}
+
 }  // namespace deskd::model

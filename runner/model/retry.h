@@ -90,4 +90,12 @@ boost::asio::awaitable<ModelResponse> complete_with_retries(RetryPolicy policy, 
                                                             ModelAttempt attempt,
                                                             std::function<void(const std::string&)> on_retry = {});
 
+/// complete_with_retries for a provider holding `secret` (its API key): the secret is
+/// redacted from every retry notice and from the error finally thrown, since an API's own
+/// messages may quote what it was sent.
+boost::asio::awaitable<ModelResponse> complete_with_retries_redacting(RetryPolicy policy, std::string service,
+                                                                     ModelAttempt attempt,
+                                                                     std::function<void(const std::string&)> on_retry,
+                                                                     std::string secret);
+
 }  // namespace deskd::model
