@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "base/hex.h"
 #include "policy/path_resolution.h"
 
 namespace deskd::policy {
@@ -177,13 +178,7 @@ std::string temporary_name(const std::string& name) {
     // getrandom only fails before the pool is seeded; uniqueness is still checked by O_EXCL.
     for (auto& byte : random) byte = static_cast<unsigned char>(::getpid());
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string suffix;
-  for (unsigned char byte : random) {
-    suffix += kHex[byte >> 4];
-    suffix += kHex[byte & 0x0F];
-  }
-  return "." + name + ".deskd-" + suffix + ".tmp";
+  return "." + name + ".deskd-" + hex_encode(random) + ".tmp";
 }
 
 }  // namespace
@@ -244,7 +239,9 @@ Result<void> SafeFile::write(const std::filesystem::path& path, std::string_view
 
   struct stat existing {};
   mode_t permissions = 0644;
+  bool exists = false;
   if (::fstatat(directory.get(), name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+    exists = true;
     if (S_ISDIR(existing.st_mode)) {
       return Error::make(ErrorCode::refused, path.native() + " is a folder, not a file.");
     }
@@ -267,10 +264,19 @@ Result<void> SafeFile::write(const std::filesystem::path& path, std::string_view
   UniqueFd file(fd);
   ::fchmod(file.get(), permissions);  // the umask may have narrowed what was asked for
   auto written = write_all(file.get(), contents, path);
+  if (mode == WriteMode::replace_durably && written.ok()) {
+    if (exists && ::geteuid() == 0 && ::fchown(file.get(), existing.st_uid, existing.st_gid) != 0) {
+      written = Error::from_errno(errno, "Keeping the owner of " + path.native() + " failed");
+    } else if (::fsync(file.get()) != 0) {
+      written = Error::from_errno(errno, "Flushing " + path.native() + " to disk failed");
+    }
+  }
   if (written.ok() && ::renameat(directory.get(), temporary.c_str(), directory.get(), name.c_str()) != 0) {
     written = open_error(errno, path);
   }
   if (!written.ok()) ::unlinkat(directory.get(), temporary.c_str(), 0);
+  // The rename itself must survive a crash too.
+  if (written.ok() && mode == WriteMode::replace_durably) (void)::fsync(directory.get());
   return written;
 }
 

@@ -24,6 +24,10 @@ enum class WriteMode {
   /// Written to a temporary file in the same folder, then renamed over the target, so a
   /// reader sees the old file or the new one, never half of one.
   replace_atomically,
+  /// As replace_atomically, for a file deskd writes on a person's behalf (an accepted
+  /// proposal): the file and the rename are fsync'ed before the write counts as done, and
+  /// a deskd running as root keeps the file's owner.
+  replace_durably,
   /// Truncated and rewritten in place, keeping the inode. For files the sandbox binds on
   /// their own (Memory.md): after a rename the sandbox would still see the old inode.
   rewrite_in_place,

@@ -7,6 +7,8 @@
 #include <boost/json.hpp>
 #include <cstdio>
 
+#include "base/hex.h"
+
 namespace deskd::desk {
 namespace {
 
@@ -132,13 +134,7 @@ std::string make_trigger_id() {
       random[index] = static_cast<unsigned char>(value >> (8 * index));
     }
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id = "t-";
-  for (const unsigned char byte : random) {
-    id += kHex[byte >> 4];
-    id += kHex[byte & 0x0F];
-  }
-  return id;
+  return "t-" + hex_encode(random);
 }
 
 json::object to_json(const Trigger& trigger) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <deque>
 
+#include "base/hex.h"
 #include "runner/tools/bash_loop.h"
 #include "runner/tools/output_collector.h"
 #include "sandbox/launcher.h"
@@ -30,13 +31,7 @@ std::string random_hex(std::size_t bytes) {
   if (::getrandom(random, bytes, 0) != static_cast<ssize_t>(bytes)) {
     for (std::size_t index = 0; index < bytes; ++index) random[index] = static_cast<unsigned char>(std::rand());
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string text;
-  for (std::size_t index = 0; index < bytes; ++index) {
-    text += kHex[random[index] >> 4];
-    text += kHex[random[index] & 0x0F];
-  }
-  return text;
+  return hex_encode(std::span<const unsigned char>(random, bytes));
 }
 
 // Python's "{:g}", which the seed's message uses: 120 -> "120", 0.5 -> "0.5".

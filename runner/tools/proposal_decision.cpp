@@ -1,7 +1,6 @@
 #include "runner/tools/proposal_decision.h"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,8 +10,10 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/hex.h"
 #include "base/unique_fd.h"
 #include "policy/path_resolution.h"
+#include "policy/safe_file.h"
 
 namespace deskd::tools {
 
@@ -20,25 +21,7 @@ namespace {
 
 Error refused(std::string what) { return Error::make(ErrorCode::refused, std::move(what)); }
 
-std::string hex(const unsigned char* bytes, unsigned size) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text;
-  for (unsigned index = 0; index < size; ++index) {
-    text += kDigits[bytes[index] >> 4];
-    text += kDigits[bytes[index] & 15];
-  }
-  return text;
-}
 
-// Writes all of `bytes` to `fd`.
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t written = retry_on_eintr([&] { return ::write(fd, bytes.data(), bytes.size()); });
-    if (written <= 0) return false;
-    bytes.remove_prefix(static_cast<std::size_t>(written));
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -69,40 +52,9 @@ Result<std::string> file_base(const std::filesystem::path& path) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned size = 0;
   EVP_DigestFinal_ex(context.get(), digest, &size);
-  return "sha256:" + hex(digest, size);
+  return "sha256:" + hex_encode(std::span<const unsigned char>(digest, size));
 }
 
-namespace {
-
-// Replaces (or creates) `path` with `content` atomically, keeping an existing file's mode
-// and owner; a new file gets 0644 and deskd's own user.
-Result<void> replace_file(const std::filesystem::path& path, std::string_view content) {
-  const std::filesystem::path folder = path.parent_path();
-  struct stat existing {};
-  const bool exists = ::lstat(path.c_str(), &existing) == 0;
-  const mode_t mode = exists ? (existing.st_mode & 07777) : 0644;
-  unsigned char random[6];
-  if (::getrandom(random, sizeof random, 0) != sizeof random) return Error::from_errno(errno, "getrandom");
-  const std::filesystem::path temporary = folder / ("." + path.filename().native() + ".deskd-" + hex(random, 6));
-  UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd) return Error::from_errno(errno, "create " + temporary.native());
-  const auto fail = [&](const std::string& step) {
-    const int error = errno;
-    ::unlink(temporary.c_str());
-    return Error::from_errno(error, step + " " + temporary.native());
-  };
-  if (!write_all(fd.get(), content)) return fail("write");
-  if (exists && ::geteuid() == 0 && ::fchown(fd.get(), existing.st_uid, existing.st_gid) != 0) return fail("fchown");
-  if (::fchmod(fd.get(), mode) != 0) return fail("fchmod");
-  if (::fsync(fd.get()) != 0) return fail("fsync");
-  if (::rename(temporary.c_str(), path.c_str()) != 0) return fail("rename over " + path.native() + " from");
-  // The rename itself must survive a crash too.
-  UniqueFd directory(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (directory) (void)::fsync(directory.get());
-  return success();
-}
-
-}  // namespace
 
 Result<Proposal> accept_proposal(ProposalStore& store, const policy::PathPolicy& policy, std::string_view id) {
   DESKD_ASSIGN_OR_RETURN(Proposal proposal, store.get(id));
@@ -129,7 +81,9 @@ Result<Proposal> accept_proposal(ProposalStore& store, const policy::PathPolicy&
                    " after the proposal was made. Nothing was written; reject it, or ask the desk to propose the "
                    "change again.");
   }
-  DESKD_RETURN_IF_ERROR(replace_file(proposal.path, proposal.content));
+  const std::filesystem::path target(proposal.path);
+  DESKD_RETURN_IF_ERROR(
+      policy::SafeFile::write(target, proposal.content, policy::WriteMode::replace_durably, target.parent_path()));
   DESKD_RETURN_IF_ERROR(store.set_status(proposal.id, "accepted"));
   proposal.status = "accepted";
   return proposal;

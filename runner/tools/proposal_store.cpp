@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <tuple>
 
+#include "base/hex.h"
 #include "policy/path_resolution.h"
 #include "policy/safe_file.h"
 #include "runner/tools/unified_diff.h"
@@ -37,13 +38,7 @@ Result<std::string> random_id() {
   if (::getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
     return Error::from_errno(errno, "No random number for a proposal id could be drawn");
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(kIdPrefix);
-  for (const unsigned char byte : random) {
-    id += kHex[byte >> 4];
-    id += kHex[byte & 0x0F];
-  }
-  return id;
+  return std::string(kIdPrefix) + hex_encode(random);
 }
 
 Error no_such_proposal(std::string_view id) {
