@@ -68,16 +68,14 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   std::filesystem::create_directories(state, error);
   if (error) return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
 
-  SandboxOptions sandbox_options;
-  sandbox_options.desk_directory = desk_config.directory;
-  sandbox_options.hidden_paths = desk_config.hidden_paths;
-  sandbox_options.environment_variables = desk_config.sandbox.environment_variables;
-  sandbox_options.network = desk_config.sandbox.network;
-  sandbox_options.memory_bytes = desk_config.sandbox.memory_bytes;
-  sandbox_options.processes = desk_config.sandbox.processes;
-  sandbox_options.file_size_bytes = desk_config.sandbox.file_size_bytes;
-  sandbox_options.open_files = desk_config.sandbox.open_files;
-  auto spec = build_sandbox_spec(sandbox_options);
+  sandbox::SandboxSettings sandbox_settings;
+  sandbox_settings.environment_variables = desk_config.sandbox.environment_variables;
+  sandbox_settings.network = desk_config.sandbox.network;
+  sandbox_settings.memory_bytes = desk_config.sandbox.memory_bytes;
+  sandbox_settings.processes = desk_config.sandbox.processes;
+  sandbox_settings.file_size_bytes = desk_config.sandbox.file_size_bytes;
+  sandbox_settings.open_files = desk_config.sandbox.open_files;
+  auto spec = build_desk_sandbox_spec(desk_config.directory, desk_config.hidden_paths, sandbox_settings);
   if (!spec.ok()) return step_failed("building the sandbox", spec.error());
   if (auto tried = try_sandbox(*spec); !tried.ok()) return step_failed("starting the sandbox", tried.error());
 

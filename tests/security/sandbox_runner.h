@@ -23,8 +23,9 @@ enum class Daemon { root, unprivileged };
 
 /// The uid/gid the test drops to for the unprivileged daemon.
 inline constexpr uid_t kUnprivilegedUid = 4242;
-/// The host uid/gid a root daemon's sandboxed processes run as (`--uid`/`--gid` default).
-inline constexpr uid_t kRootSandboxUid = 65534;
+/// The host uid/gid a root daemon's sandboxed processes run as (`--uid`/`--gid` default:
+/// sandbox::kDefaultDeskUid, the start of the range systemd leaves unused).
+inline constexpr uid_t kRootSandboxUid = 1879048192;
 
 /// "RootDaemon" or "UnprivilegedDaemon", the test-name suffix for a daemon parameter.
 std::string daemon_name(Daemon daemon);
@@ -37,6 +38,8 @@ uid_t sandbox_host_uid(Daemon daemon);
 
 /// The deskd binary, at a path the unprivileged uid can execute.
 const std::string& deskd_binary();
+/// The folder holding the copies of deskd and the probes, shown read-only to every sandbox.
+const std::string& probe_folder();
 /// A probe (e.g. "probe_open"), at a path the sandbox's uid can execute from inside.
 std::string probe(std::string_view name);
 
@@ -91,7 +94,7 @@ class TestDesk {
   std::string path(std::string_view relative) const;
   /// The string every hidden file holds and no sandboxed process may print.
   const std::string& secret() const { return secret_; }
-  /// --desk DESK --hide DESK/.env --hide DESK/secrets
+  /// --desk DESK --hide DESK/.env --hide DESK/secrets --read-only <probe folder>
   std::vector<std::string> sandbox_arguments() const;
   /// Gives a path the test created later to the uid of this desk's daemon.
   void hand_over(const std::string& path) const;

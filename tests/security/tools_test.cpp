@@ -109,7 +109,7 @@ TEST_P(ToolsTest, DeskOptionCreatesMissingPlacesTheSandboxCanWrite) {
   if (daemon() == Daemon::unprivileged) desk().hand_over(folder);
   const std::string note = folder + "/scratch/note.txt";
   const SandboxRun run =
-      run_deskd(daemon(), {"sandbox", "--desk", folder, "--", probe("probe_write"), note});
+      run_deskd(daemon(), {"sandbox", "--desk", folder, "--read-only", probe_folder(), "--", probe("probe_write"), note});
   EXPECT_EQ(run.exit_status, 0) << run.describe();
   for (const char* place : {"memory", "notes", "scratch"})
     EXPECT_TRUE(fs::is_directory(folder + "/" + place)) << place;
