@@ -79,9 +79,8 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   if (!spec.ok()) return step_failed("building the sandbox", spec.error());
   if (auto tried = try_sandbox(*spec); !tried.ok()) return step_failed("starting the sandbox", tried.error());
 
-  auto path_policy = policy::PathPolicy::create(desk_config.directory, desk_config.hidden_paths);
-  if (!path_policy.ok()) return step_failed("building the path policy", path_policy.error());
-  desk->path_policy.emplace(std::move(path_policy).value());
+  // The one confinement of the desk: the sandbox's, also behind the accepting of proposals.
+  desk->path_policy.emplace(spec->confinement);
 
   // The clock outlives every desk (the daemon owns both); the store only needs to read it.
   auto proposals = tools::ProposalStore::open(state / "proposals", std::shared_ptr<const Clock>(&clock, [](const Clock*) {}));
