@@ -1,6 +1,7 @@
 #include "runner/app/desk_assembly.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "runner/app/sandbox_options.h"
 #include "runner/model/model_turn_runner.h"
 #include "runner/tools/desk_tools.h"
+#include "sandbox/file_opener.h"
 #include "sandbox/launcher.h"
 
 namespace deskd::app {
@@ -34,6 +36,12 @@ Result<void> try_sandbox(const sandbox::SandboxSpec& spec) {
   }
   if (*status != 0) {
     return Error::make(ErrorCode::system, "`true` exited with status " + std::to_string(*status) + " in the sandbox.");
+  }
+  // The file tools' opener is a sandbox too; one that cannot start would fail every read.
+  sandbox::FileOpener opener(spec);
+  struct stat folder {};
+  if (opener.stat(AT_FDCWD, spec.confinement.desk_directory().c_str(), &folder, 0) != 0) {
+    return Error::from_errno(errno, "the file tools' opener could not look at the desk folder in the sandbox");
   }
   return success();
 }
