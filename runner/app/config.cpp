@@ -7,11 +7,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 
 #include "base/unique_fd.h"
+#include "runner/app/config_confinement.h"
 #include "runner/app/config_reader.h"
 #include "runner/app/config_values.h"
 #include "runner/model/script_provider.h"
@@ -119,10 +121,10 @@ void read_prices(const toml::table& prices, const std::string& title, std::map<s
   }
 }
 
-void read_sandbox_table(const toml::table* table, SandboxConfig& sandbox, std::vector<PlacedPath>& hidden,
+void read_sandbox_table(const toml::table* table, SandboxConfig& sandbox, config_detail::SandboxPlaces& places,
                         LoadContext& context) {
   TableReader reader(table, "[sandbox]", context);
-  config_detail::read_sandbox(reader, sandbox, hidden);
+  config_detail::read_sandbox(reader, sandbox, places, context);
   reader.report_unknown_keys();
 }
 
@@ -206,7 +208,7 @@ void read_model(TableReader& reader, ModelConfig& model, LoadContext& context) {
   }
 }
 
-void read_sandbox(TableReader& reader, SandboxConfig& sandbox, std::vector<PlacedPath>& hidden) {
+void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& places, LoadContext& context) {
   if (auto network = reader.choice("network", {"none", "host"})) {
     sandbox.network = *network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
   }
@@ -220,10 +222,32 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, std::vector<Place
     sandbox.file_size_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
   }
   if (auto files = reader.whole("open_files", 16, 1'048'576)) sandbox.open_files = *files;
+  if (auto cpus = reader.number("cpus", {0.01, false, 4096})) sandbox.cpus = *cpus;
   // A desk's hidden paths add to [sandbox]'s, so one secret cannot be forgotten by a desk.
   for (auto& path : reader.paths("hidden_paths", "the hidden path")) {
     sandbox.hidden_paths.push_back(path.path);
-    hidden.push_back(std::move(path));
+    places.hidden.push_back(std::move(path));
+  }
+  // A desk's read-only paths replace [sandbox]'s: sharing is a grant a desk may do without.
+  if (reader.find("read_only_paths") != nullptr) {
+    sandbox.read_only_paths.clear();
+    places.read_only.clear();
+    for (auto& path : reader.paths("read_only_paths", "the read-only path")) {
+      if (!expect_existing(context, path, PathKind::file_or_folder, "the read-only path")) continue;
+      if (auto allowed = check_read_only_path(path.path); !allowed.ok()) {
+        context.problems.add(path.position, allowed.error().what);
+        continue;
+      }
+      if (std::find(sandbox.read_only_paths.begin(), sandbox.read_only_paths.end(), path.path) !=
+          sandbox.read_only_paths.end()) {
+        continue;
+      }
+      sandbox.read_only_paths.push_back(path.path);
+      places.read_only.push_back(std::move(path));
+    }
+  }
+  if (auto view = reader.choice("host_view", {"minimal", "full"})) {
+    sandbox.host_view = *view == "full" ? sandbox::HostView::full : sandbox::HostView::minimal;
   }
   if (auto names = reader.strings("environment")) {
     sandbox.environment_variables.clear();
@@ -263,11 +287,11 @@ ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file
   config_detail::read_model(model_reader, config.model, context);
   model_reader.report_unknown_keys();
 
-  std::vector<PlacedPath> global_hidden;
-  read_sandbox_table(reader.table("sandbox"), config.sandbox, global_hidden, context);
+  config_detail::SandboxPlaces global_places;
+  read_sandbox_table(reader.table("sandbox"), config.sandbox, global_places, context);
 
   if (const toml::node* desks = reader.find("desk")) {
-    config_detail::read_desks(*desks, global_hidden, model_reader.position(), config, context);
+    config_detail::read_desks(*desks, global_places, model_reader.position(), config, context);
   } else {
     context.problems.add(context.problems.at(0, 0), "no [[desk]] table: deskd needs at least one desk");
   }

@@ -20,6 +20,7 @@
 
 #include "base/result.h"
 #include "runner/desk/schedule.h"
+#include "sandbox/host_view.h"
 #include "sandbox/sandbox_spec.h"
 
 namespace deskd::app {
@@ -79,8 +80,13 @@ struct SandboxConfig {
   std::optional<std::uint64_t> processes;
   std::optional<std::uint64_t> file_size_bytes;  ///< file_size_mb in the file
   std::optional<std::uint64_t> open_files;
+  std::optional<double> cpus;                    ///< cgroup cpu.max, 0.01 to 4096 CPUs
   std::vector<std::filesystem::path> hidden_paths;  ///< added to every desk's
   std::vector<std::string> environment_variables;   ///< names passed from deskd's environment
+  /// Host paths shown read-only besides the host view (resolved, existing). A desk's list
+  /// replaces [sandbox]'s: what is shared is a grant, not a secret that must not be forgotten.
+  std::vector<std::filesystem::path> read_only_paths;
+  sandbox::HostView host_view = sandbox::HostView::minimal;
 };
 
 struct DeskConfig {
@@ -93,6 +99,8 @@ struct DeskConfig {
   std::chrono::milliseconds stall_timeout = std::chrono::minutes(5);
   std::chrono::minutes catch_up_window = std::chrono::minutes(30);  ///< for missed schedules
   std::vector<std::filesystem::path> hidden_paths;  ///< this desk's, plus [sandbox] and the daemon's
+  /// The sandbox's hostname: `hostname`, else the desk's name with '_' written as '-'.
+  std::string hostname;
   SandboxConfig sandbox;
   ModelConfig model;
   std::optional<std::filesystem::path> skills_folder;

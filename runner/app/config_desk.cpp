@@ -3,6 +3,7 @@
 // merged with the daemon's own paths (which only then are all known: every desk may name
 // an API key file) and checked against the desk's folder and writable places.
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <map>
@@ -142,7 +143,28 @@ void read_desk_paths(TableReader& reader, LoadContext& context, DeskDraft& draft
   }
 }
 
-DeskDraft read_desk(const toml::table& table, const Config& config, const std::vector<PlacedPath>& global_hidden,
+// A hostname as the sandbox accepts it (sandbox::SandboxSpecBuilder::hostname).
+bool is_hostname(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return c == '-' || c == '.' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  });
+}
+
+void read_hostname(TableReader& reader, DeskConfig& desk) {
+  // A desk name may hold '_', which a hostname may not.
+  desk.hostname = desk.name;
+  std::replace(desk.hostname.begin(), desk.hostname.end(), '_', '-');
+  auto hostname = reader.string("hostname");
+  if (!hostname) return;
+  if (is_hostname(*hostname)) {
+    desk.hostname = std::move(*hostname);
+  } else {
+    reader.problem(*reader.find("hostname"),
+                   "'hostname' must be 1 to 64 letters, digits, '-' or '.', not " + in_quotes(*hostname));
+  }
+}
+
+DeskDraft read_desk(const toml::table& table, const Config& config, const SandboxPlaces& global,
                     ConfigPosition model_position, std::map<std::string, std::uint32_t>& desk_names,
                     LoadContext& context) {
   TableReader reader(&table, "[[desk]]", context);
@@ -163,6 +185,7 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const std::v
     desk.name = std::move(*name);
   }
   read_desk_paths(reader, context, draft);
+  read_hostname(reader, desk);
   if (auto mode = reader.choice("mode", {"dry_run", "live"})) desk.mode = *mode;
   if (auto seconds = reader.number("timeout_seconds", {0, true, kSecondsInADay})) desk.timeout_seconds = *seconds;
   if (auto characters = reader.whole("maximum_output_characters", 1, std::int64_t{1} << 26)) {
@@ -176,9 +199,11 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const std::v
   }
 
   TableReader sandbox_reader(reader.table("sandbox"), "[desk.sandbox]", context);
-  read_sandbox(sandbox_reader, desk.sandbox, draft.hidden);
+  SandboxPlaces places{std::move(draft.hidden), global.read_only};
+  read_sandbox(sandbox_reader, desk.sandbox, places, context);
   sandbox_reader.report_unknown_keys();
-  draft.hidden.insert(draft.hidden.end(), global_hidden.begin(), global_hidden.end());
+  draft.hidden = std::move(places.hidden);
+  draft.hidden.insert(draft.hidden.end(), global.hidden.begin(), global.hidden.end());
 
   const toml::table* model_table = reader.table("model");
   TableReader model_reader(model_table, "[desk.model]", context);
@@ -209,8 +234,8 @@ void check_model(const ModelConfig& model, const ConfigPosition& position, Probl
 
 }  // namespace
 
-void read_desks(const toml::node& node, const std::vector<PlacedPath>& global_hidden, ConfigPosition model_position,
-                Config& config, LoadContext& context) {
+void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position, Config& config,
+                LoadContext& context) {
   const auto* array = node.as_array();
   if (array == nullptr || (!array->empty() && !array->is_array_of_tables())) {
     context.problems.add(context.where(node.source()), "'desk' must be an array of tables, each written [[desk]]");
@@ -223,7 +248,7 @@ void read_desks(const toml::node& node, const std::vector<PlacedPath>& global_hi
   std::map<std::string, std::uint32_t> desk_names;
   std::vector<DeskDraft> drafts;
   for (const auto& element : *array) {
-    drafts.push_back(read_desk(*element.as_table(), config, global_hidden, model_position, desk_names, context));
+    drafts.push_back(read_desk(*element.as_table(), config, global, model_position, desk_names, context));
   }
 
   // An API key never enters a sandbox, whichever desk's key it is.
