@@ -59,6 +59,7 @@ void read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& co
                                                " bytes long; a Unix socket path may be at most " +
                                                std::to_string(kMaximumSocketPathBytes));
   }
+  socket->socket = true;
   runner.socket_path = socket->path;
   context.daemon_paths.push_back(*socket);
 

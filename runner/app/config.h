@@ -7,6 +7,11 @@
 // Paths in the file that are relative start at the config file's folder. Every path the
 // daemon itself owns (its state folder, its socket, every API key file) is added to every
 // desk's hidden paths: no desk can read the daemon's secrets or talk to its socket.
+//
+// Desks are strangers: each desk's hidden paths also hold every other desk's folder (unless
+// it names that desk in `readable_desks`) and every other desk's own hidden paths. A config
+// whose desk folder is a system folder, nests with another desk's, holds deskd's state
+// folder or socket, or cannot be reached by the desk's sandbox is refused.
 
 #include <chrono>
 #include <cstdint>
@@ -98,7 +103,13 @@ struct DeskConfig {
   std::size_t maximum_output_characters = 20000;
   std::chrono::milliseconds stall_timeout = std::chrono::minutes(5);
   std::chrono::minutes catch_up_window = std::chrono::minutes(30);  ///< for missed schedules
-  std::vector<std::filesystem::path> hidden_paths;  ///< this desk's, plus [sandbox] and the daemon's
+  /// This desk's, plus [sandbox]'s, the daemon's, then every other desk's folder (but those
+  /// of readable_desks) and every other desk's own hidden paths; without duplicates.
+  std::vector<std::filesystem::path> hidden_paths;
+  /// The other desks named in `readable_desks`, and their folders (resolved), which the
+  /// sandbox shows read-only. Their hidden paths stay hidden.
+  std::vector<std::string> readable_desks;
+  std::vector<std::filesystem::path> readable_desk_folders;
   /// The sandbox's hostname: `hostname`, else the desk's name with '_' written as '-'.
   std::string hostname;
   SandboxConfig sandbox;

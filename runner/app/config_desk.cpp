@@ -1,7 +1,8 @@
 // The [[desk]] tables of the config and their [[desk.schedule]] entries. A desk starts from
-// copies of [model] and [sandbox]; once every desk is read, each desk's hidden paths are
-// merged with the daemon's own paths (which only then are all known: every desk may name
-// an API key file) and checked against the desk's folder and writable places.
+// copies of [model] and [sandbox]; once every desk is read, the desk folders are judged
+// together (config_world.cpp) and each desk's hidden paths are merged with the daemon's own
+// paths (which only then are all known: every desk may name an API key file) and the other
+// desks', and checked against the desk's folder and writable places.
 
 #include <algorithm>
 #include <cerrno>
@@ -11,21 +12,13 @@
 
 #include "policy/confinement.h"
 #include "runner/app/config_reader.h"
+#include "runner/app/config_world.h"
 #include "runner/desk/market_status.h"
 
 namespace deskd::app::config_detail {
 namespace {
 
 constexpr double kSecondsInADay = 86400;
-
-// A desk as read, with what the checks after reading every desk need to know.
-struct DeskDraft {
-  DeskConfig desk;
-  ConfigPosition directory_position;
-  bool directory_found = false;
-  std::vector<PlacedPath> hidden;  // its own, its [desk.sandbox]'s, then [sandbox]'s
-  ConfigPosition model_position;   // [desk.model], else [model], for problems of the model
-};
 
 // The string under `key`, which must be there and not be empty.
 std::optional<std::string> required_string(TableReader& reader, std::string_view key) {
@@ -127,7 +120,7 @@ void read_desk_paths(TableReader& reader, LoadContext& context, DeskDraft& draft
     draft.desk.directory = directory->path;
   }
   // Relative hidden paths start at the config file's folder, like every path in the file.
-  draft.hidden = reader.paths("hidden_paths", "the hidden path");
+  draft.own_hidden = reader.paths("hidden_paths", "the hidden path");
   if (auto skills = reader.path("skills", "the skills folder")) {
     if (expect_existing(context, *skills, PathKind::folder, "the skills folder")) draft.desk.skills_folder = skills->path;
   }
@@ -164,6 +157,12 @@ void read_hostname(TableReader& reader, DeskConfig& desk) {
   }
 }
 
+void read_readable_desks(TableReader& reader, DeskDraft& draft) {
+  auto names = reader.strings("readable_desks");
+  if (!names) return;
+  for (auto& [name, node] : *names) draft.readable_desks.emplace_back(std::move(name), reader.where(*node));
+}
+
 DeskDraft read_desk(const toml::table& table, const Config& config, const SandboxPlaces& global,
                     ConfigPosition model_position, std::map<std::string, std::uint32_t>& desk_names,
                     LoadContext& context) {
@@ -186,6 +185,7 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const Sandbo
   }
   read_desk_paths(reader, context, draft);
   read_hostname(reader, desk);
+  read_readable_desks(reader, draft);
   if (auto mode = reader.choice("mode", {"dry_run", "live"})) desk.mode = *mode;
   if (auto seconds = reader.number("timeout_seconds", {0, true, kSecondsInADay})) desk.timeout_seconds = *seconds;
   if (auto characters = reader.whole("maximum_output_characters", 1, std::int64_t{1} << 26)) {
@@ -199,9 +199,11 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const Sandbo
   }
 
   TableReader sandbox_reader(reader.table("sandbox"), "[desk.sandbox]", context);
-  SandboxPlaces places{std::move(draft.hidden), global.read_only};
+  SandboxPlaces places{draft.own_hidden, global.read_only};
   read_sandbox(sandbox_reader, desk.sandbox, places, context);
   sandbox_reader.report_unknown_keys();
+  draft.own_hidden = places.hidden;
+  draft.read_only = std::move(places.read_only);
   draft.hidden = std::move(places.hidden);
   draft.hidden.insert(draft.hidden.end(), global.hidden.begin(), global.hidden.end());
 
@@ -258,7 +260,6 @@ void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosit
       key_variables.insert(draft.desk.model.api_key_variable);
     }
   }
-  // Only now is every API key file known: each is hidden from every desk.
   for (auto& draft : drafts) {
     check_model(draft.desk.model, draft.model_position, context.problems);
     for (const auto& name : draft.desk.sandbox.environment_variables) {
@@ -269,10 +270,18 @@ void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosit
                                                       "API key never enters a sandbox");
       }
     }
+    // Only now is every API key file known: each is hidden from every desk.
     if (draft.directory_found) {
       draft.hidden.insert(draft.hidden.end(), context.daemon_paths.begin(), context.daemon_paths.end());
+    }
+  }
+  check_desk_folders(drafts, context.daemon_paths, context.problems);
+  meet_other_desks(drafts, context.problems);
+  for (auto& draft : drafts) {
+    if (draft.directory_found) {
       draft.desk.hidden_paths =
           merge_hidden_paths(draft.desk, draft.directory_position, draft.hidden, context.problems);
+      check_shown_paths(draft, context.problems);
       // Without hidden paths this checks what remains: no writable place is a symbolic link.
       auto confinement = policy::Confinement::create(draft.desk.directory, {});
       if (!confinement.ok() && confinement.error().error_number != EACCES) {

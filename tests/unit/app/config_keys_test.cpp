@@ -68,6 +68,7 @@ directory = "desks/alpha"
   ASSERT_EQ(config.desks.size(), 1u);
   // A hostname may not hold '_'.
   EXPECT_EQ(config.desks[0].hostname, "nifty-50");
+  EXPECT_THAT(config.desks[0].readable_desks, IsEmpty());
 }
 
 TEST_F(ConfigTest, WrongViewKeysAreRefused) {
