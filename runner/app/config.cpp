@@ -43,7 +43,48 @@ PlacedPath default_path(const std::filesystem::path& path, ConfigPosition positi
   return PlacedPath{resolved.ok() ? std::move(resolved).value() : path, std::move(position), std::move(label)};
 }
 
-void read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& context) {
+// (uid_t)-1 means "no change" to chown() and friends; it is nobody's id.
+constexpr std::int64_t kHighestUserId = 4294967294;
+// What the kernel shows for an id a user namespace does not map: never a desk's.
+constexpr std::int64_t kOverflowUserId = 65534;
+
+// Reads desk_uid_first and desk_uid_count and checks the range they make; returns where the
+// range was written, for the check against the number of desks.
+ConfigPosition read_desk_uid_range(TableReader& reader, RunnerConfig& runner, LoadContext& context) {
+  const auto first = reader.whole("desk_uid_first", 1, kHighestUserId);
+  const auto count = reader.whole("desk_uid_count", 1, kHighestUserId);
+  if (first) runner.desk_uid_first = static_cast<std::uint32_t>(*first);
+  if (count) runner.desk_uid_count = static_cast<std::uint32_t>(*count);
+  const toml::node* first_node = reader.find("desk_uid_first");
+  const toml::node* count_node = reader.find("desk_uid_count");
+  ConfigPosition position = count_node != nullptr   ? reader.where(*count_node)
+                            : first_node != nullptr ? reader.where(*first_node)
+                                                    : reader.position();
+  if (position.file.empty()) position = context.problems.at(0, 0);
+  if ((first_node != nullptr && !first) || (count_node != nullptr && !count)) return position;  // reported
+
+  const std::int64_t lowest = runner.desk_uid_first;
+  const std::int64_t highest = lowest + runner.desk_uid_count - 1;
+  const std::string range = "the desk uid range " + std::to_string(lowest) + "..." + std::to_string(highest) +
+                            " ('desk_uid_first', 'desk_uid_count')";
+  if (highest > kHighestUserId) {
+    context.problems.add(position, range + " goes past 4294967294, the highest user id; lower 'desk_uid_first' or "
+                                           "'desk_uid_count'");
+  } else if (lowest <= kOverflowUserId && kOverflowUserId <= highest) {
+    context.problems.add(position, range + " holds 65534, the id the kernel shows for unmapped users ('nobody'); "
+                                           "start the range past it (the default start is 1879048192)");
+  }
+  return position;
+}
+
+void check_desk_uid_count(const Config& config, const ConfigPosition& position, LoadContext& context) {
+  if (config.desks.size() <= config.runner.desk_uid_count) return;
+  context.problems.add(position, "'desk_uid_count' is " + std::to_string(config.runner.desk_uid_count) +
+                                     ", fewer than the " + std::to_string(config.desks.size()) +
+                                     " desks of this config; every desk needs a uid of its own");
+}
+
+ConfigPosition read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& context) {
   TableReader reader(table, "[runner]", context);
   auto state = reader.path("state_folder", "deskd's state folder");
   if (!state) state = default_path(runner.state_folder, reader.position(), "deskd's state folder", context);
@@ -75,8 +116,7 @@ void read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& co
     if (array == nullptr) reader.problem(*node, "'allowed_uids' must be an array of user ids");
     for (std::size_t index = 0; array != nullptr && index < array->size(); ++index) {
       const auto* uid = (*array)[index].as_integer();
-      // (uid_t)-1 means "no change" to chown() and friends; it is nobody's id.
-      if (uid == nullptr || uid->get() < 0 || uid->get() >= 0xffffffffLL) {
+      if (uid == nullptr || uid->get() < 0 || uid->get() > kHighestUserId) {
         reader.problem((*array)[index], "'allowed_uids' must hold user ids (whole numbers from 0 to 4294967294)");
       } else {
         runner.allowed_uids.push_back(static_cast<std::uint32_t>(uid->get()));
@@ -98,7 +138,9 @@ void read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& co
   if (auto grace = reader.number("shutdown_grace_seconds", {0, false, 3600})) {
     runner.shutdown_grace = milliseconds_from_seconds(*grace);
   }
+  ConfigPosition desk_uid_count_position = read_desk_uid_range(reader, runner, context);
   reader.report_unknown_keys();
+  return desk_uid_count_position;
 }
 
 void read_prices(const toml::table& prices, const std::string& title, std::map<std::string, ModelPrice>& table,
@@ -281,7 +323,7 @@ ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file
   Config config;
   config.file = absolute_file;
   TableReader reader(&root, "", context);
-  read_runner(reader.table("runner"), config.runner, context);
+  const ConfigPosition desk_uid_count_position = read_runner(reader.table("runner"), config.runner, context);
 
   const toml::table* model_table = reader.table("model");
   TableReader model_reader(model_table, "[model]", context);
@@ -293,6 +335,7 @@ ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file
 
   if (const toml::node* desks = reader.find("desk")) {
     config_detail::read_desks(*desks, global_places, model_reader.position(), config, context);
+    check_desk_uid_count(config, desk_uid_count_position, context);
   } else {
     context.problems.add(context.problems.at(0, 0), "no [[desk]] table: deskd needs at least one desk");
   }

@@ -1,5 +1,5 @@
-// The config keys of the sandbox's view: read-only paths, host view and CPU limit, and a
-// desk's hostname.
+// The config keys of one world per desk: the sandbox's read-only paths, host view and CPU
+// limit, a desk's hostname, and the range of uids handed to desks under a root deskd.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,6 +17,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using testing::ConfigTest;
+using testing::kAlpha;
 
 namespace fs = std::filesystem;
 
@@ -62,6 +63,8 @@ TEST_F(ConfigTest, TheNewKeysHaveDefaults) {
 name = "nifty_50"
 directory = "desks/alpha"
 )");
+  EXPECT_EQ(config.runner.desk_uid_first, 1879048192u);
+  EXPECT_EQ(config.runner.desk_uid_count, 65536u);
   EXPECT_FALSE(config.sandbox.cpus);
   EXPECT_EQ(config.sandbox.host_view, sandbox::HostView::minimal);
   EXPECT_THAT(config.sandbox.read_only_paths, IsEmpty());
@@ -100,6 +103,38 @@ hostname = ""
                           "8:12: 'hostname' must be 1 to 64 letters, digits, '-' or '.', not 'alpha_desk'",
                           "10:8: 'cpus' must be at most 4096",
                           "14:12: 'hostname' must be 1 to 64 letters, digits, '-' or '.', not ''"));
+}
+
+TEST_F(ConfigTest, TheDeskUidRangeIsRead) {
+  const Config config = valid("[runner]\ndesk_uid_first = 200000\ndesk_uid_count = 2\n" + std::string(kAlpha));
+  EXPECT_EQ(config.runner.desk_uid_first, 200000u);
+  EXPECT_EQ(config.runner.desk_uid_count, 2u);
+  // The highest range there is ends at 4294967294.
+  const Config top = valid("[runner]\ndesk_uid_first = 4294967293\ndesk_uid_count = 2\n" + std::string(kAlpha));
+  EXPECT_EQ(top.runner.desk_uid_first, 4294967293u);
+}
+
+TEST_F(ConfigTest, AWrongDeskUidRangeIsRefused) {
+  EXPECT_THAT(problems(parse("[runner]\ndesk_uid_first = 0\ndesk_uid_count = 0\n" + std::string(kAlpha))),
+              ElementsAre("2:18: 'desk_uid_first' must be at least 1", "3:18: 'desk_uid_count' must be at least 1"));
+  EXPECT_THAT(problems(parse("[runner]\ndesk_uid_first = 4294967290\ndesk_uid_count = 10\n" + std::string(kAlpha))),
+              ElementsAre("3:18: the desk uid range 4294967290...4294967299 ('desk_uid_first', 'desk_uid_count') "
+                          "goes past 4294967294, the highest user id; lower 'desk_uid_first' or 'desk_uid_count'"));
+  EXPECT_THAT(problems(parse("[runner]\ndesk_uid_first = 60000\n" + std::string(kAlpha))),
+              ElementsAre("2:18: the desk uid range 60000...125535 ('desk_uid_first', 'desk_uid_count') holds "
+                          "65534, the id the kernel shows for unmapped users ('nobody'); start the range past it "
+                          "(the default start is 1879048192)"));
+  EXPECT_THAT(problems(parse(R"([runner]
+desk_uid_count = 1
+[[desk]]
+name = "alpha"
+directory = "desks/alpha"
+[[desk]]
+name = "beta"
+directory = "desks/beta"
+)")),
+              ElementsAre("2:18: 'desk_uid_count' is 1, fewer than the 2 desks of this config; every desk needs a "
+                          "uid of its own"));
 }
 
 }  // namespace
