@@ -37,6 +37,10 @@ struct Range {
   }
 };
 
+Range range_of(const Config& config) {
+  return Range{config.runner.desk_uid_first, std::uint64_t{config.runner.desk_uid_first} + config.runner.desk_uid_count};
+}
+
 Error damaged(const std::filesystem::path& file, std::size_t line, const std::string& what) {
   return Error::make(ErrorCode::invalid_argument,
                      file.native() + ":" + std::to_string(line) + ": " + what +
@@ -130,12 +134,18 @@ std::optional<std::uint64_t> lowest_free_id(const std::vector<Allocation>& alloc
 
 std::filesystem::path desk_ids_file(const Config& config) { return config.runner.state_folder / "desk-ids"; }
 
+Result<std::map<std::string, uid_t>> read_desk_ids(const Config& config) {
+  DESKD_ASSIGN_OR_RETURN(std::vector<Allocation> allocations, read_allocations(desk_ids_file(config), range_of(config)));
+  std::map<std::string, uid_t> ids;
+  for (const auto& allocation : allocations) ids.emplace(allocation.name, static_cast<uid_t>(allocation.id));
+  return ids;
+}
+
 Result<DeskIds> desk_ids_for(const Config& config, const std::string& desk_name) {
   if (!config_detail::is_desk_name(desk_name)) {
     return Error::make(ErrorCode::invalid_argument, config_detail::in_quotes(desk_name) + " is not a desk name.");
   }
-  const Range range{config.runner.desk_uid_first,
-                    std::uint64_t{config.runner.desk_uid_first} + config.runner.desk_uid_count};
+  const Range range = range_of(config);
   const std::filesystem::path file = desk_ids_file(config);
   DESKD_ASSIGN_OR_RETURN(std::vector<Allocation> allocations, read_allocations(file, range));
   for (const auto& allocation : allocations) {

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "base/result.h"
@@ -30,5 +31,9 @@ std::filesystem::path desk_ids_file(const Config& config);
 /// damaged line (not "NAME UID", a name or id listed twice) and an id outside the configured
 /// range — never reallocating silently; also a range with no free id left.
 Result<DeskIds> desk_ids_for(const Config& config, const std::string& desk_name);
+
+/// The ids the file has handed out so far, by desk name, without handing out any; empty when
+/// there is no file yet. Refuses what desk_ids_for refuses. For `deskd doctor`.
+Result<std::map<std::string, uid_t>> read_desk_ids(const Config& config);
 
 }  // namespace deskd::app

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -74,6 +75,17 @@ TEST_F(DeskIdsTest, ADeskKeepsItsIdAcrossCallsAndRestarts) {
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(root_ / "state")) ++entries;
   EXPECT_EQ(entries, 1u);
+}
+
+TEST_F(DeskIdsTest, ReadingTheIdsHandsNoneOut) {
+  auto none = read_desk_ids(config_);
+  ASSERT_TRUE(none.ok()) << none.error().what;
+  EXPECT_TRUE(none->empty());
+  EXPECT_FALSE(fs::exists(root_ / "state/desk-ids"));
+  write_ids("alpha 1879048194\nbeta 1879048192\n");
+  auto ids = read_desk_ids(config_);
+  ASSERT_TRUE(ids.ok()) << ids.error().what;
+  EXPECT_EQ(*ids, (std::map<std::string, uid_t>{{"alpha", kFirst + 2}, {"beta", kFirst}}));
 }
 
 TEST_F(DeskIdsTest, TwoDesksGetDistinctIds) {
