@@ -387,6 +387,12 @@ TEST(LoadConfigTest, TheExampleConfigHasNoProblem) {
   EXPECT_EQ(load.config->desks[1].name, "banknifty");
   const fs::path secrets = fs::canonical(DESKD_SOURCE_DIR "/examples/secrets");
   for (const auto& desk : load.config->desks) EXPECT_THAT(desk.hidden_paths, Contains(secrets)) << desk.name;
+  // banknifty may read nifty's folder; nifty may not read banknifty's.
+  const auto& nifty = load.config->desks[0];
+  const auto& banknifty = load.config->desks[1];
+  EXPECT_EQ(banknifty.readable_desk_folders, (std::vector<fs::path>{nifty.directory}));
+  EXPECT_THAT(banknifty.hidden_paths, Not(Contains(nifty.directory)));
+  EXPECT_THAT(nifty.hidden_paths, Contains(banknifty.directory));
 }
 
 TEST(CheckCommandTest, ExitsZeroForAGoodConfigAndTwoOtherwise) {
