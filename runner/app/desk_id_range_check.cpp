@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,7 @@ struct IdRange {
 struct Findings {
   std::vector<std::pair<std::string, std::vector<std::string>>> kinds;
   std::vector<std::string> unreadable;
+  std::size_t deskd_processes = 0;  // in the range, but started by a running deskd
 
   void add(const std::string& kind, std::string item) {
     auto found = std::find_if(kinds.begin(), kinds.end(), [&](const auto& entry) { return entry.first == kind; });
@@ -115,6 +117,33 @@ void check_subordinate_ranges(const std::filesystem::path& file, const IdRange& 
   });
 }
 
+// What /proc/PID/status says of one process.
+struct ProcessStatus {
+  std::string name;
+  std::uint64_t parent = 0;
+  std::optional<std::uint64_t> uid_in_range;
+};
+
+std::optional<ProcessStatus> read_status(const std::filesystem::path& file, const IdRange& range) {
+  // A process may end while it is looked at: then it uses no id any more.
+  const auto text = read_text(file, nullptr);
+  if (!text) return std::nullopt;
+  ProcessStatus status;
+  for (const auto line : split(*text, '\n')) {
+    if (line.starts_with("Name:\t")) status.name = std::string(line.substr(6));
+    if (line.starts_with("PPid:\t")) status.parent = number(line.substr(6)).value_or(0);
+    if (!line.starts_with("Uid:")) continue;
+    for (const auto field : split(line.substr(4), '\t')) {
+      const auto uid = number(field);
+      if (uid && range.contains(*uid)) {
+        status.uid_in_range = *uid;
+        break;
+      }
+    }
+  }
+  return status;
+}
+
 void check_processes(const std::filesystem::path& proc, const IdRange& range, const std::set<uid_t>& desk_ids,
                      Findings& findings) {
   std::error_code error;
@@ -123,23 +152,33 @@ void check_processes(const std::filesystem::path& proc, const IdRange& range, co
     findings.unreadable.push_back(proc.native() + " cannot be listed: " + error.message());
     return;
   }
+  std::map<std::uint64_t, ProcessStatus> processes;
   for (const auto& entry : entries) {
-    const std::string pid = entry.path().filename().native();
-    if (!number(pid)) continue;
-    // A process may end while it is looked at: then it uses no id any more.
-    const auto status = read_text(entry.path() / "status", nullptr);
-    if (!status) continue;
-    for (const auto line : split(*status, '\n')) {
-      if (!line.starts_with("Uid:")) continue;
-      for (const auto field : split(line.substr(4), '\t')) {
-        const auto uid = number(field);
-        if (!uid || !range.contains(*uid) || desk_ids.contains(static_cast<uid_t>(*uid))) continue;
-        findings.add("processes", pid + " (uid " + std::to_string(*uid) + ")");
-        break;
-      }
-      break;
-    }
+    const auto pid = number(entry.path().filename().native());
+    if (!pid) continue;
+    if (auto status = read_status(entry.path() / "status", range)) processes.emplace(*pid, std::move(*status));
   }
+  // A desk's sandbox is a child of deskd: a running deskd's desks are not strangers to the
+  // range, even when doctor was not told the config that names them.
+  const auto started_by_deskd = [&](std::uint64_t pid) {
+    for (std::size_t depth = 0; depth < processes.size(); ++depth) {
+      const auto found = processes.find(pid);
+      if (found == processes.end()) return false;
+      if (depth > 0 && found->second.name == "deskd") return true;
+      pid = found->second.parent;
+    }
+    return false;
+  };
+  std::size_t deskd_processes = 0;
+  for (const auto& [pid, status] : processes) {
+    if (!status.uid_in_range || desk_ids.contains(static_cast<uid_t>(*status.uid_in_range))) continue;
+    if (started_by_deskd(pid)) {
+      ++deskd_processes;
+      continue;
+    }
+    findings.add("processes", std::to_string(pid) + " (uid " + std::to_string(*status.uid_in_range) + ")");
+  }
+  findings.deskd_processes = deskd_processes;
 }
 
 std::string listed(const std::string& kind, const std::vector<std::string>& items) {
@@ -175,6 +214,10 @@ sandbox::SupportCheck check_desk_id_range(std::uint32_t first, std::uint32_t cou
     for (std::size_t index = 0; index < findings.kinds.size(); ++index) {
       check.detail += (index == 0 ? " " : "; ") + listed(findings.kinds[index].first, findings.kinds[index].second);
     }
+  }
+  if (findings.deskd_processes > 0) {
+    check.detail += " (" + std::to_string(findings.deskd_processes) + " process" +
+                    (findings.deskd_processes == 1 ? "" : "es") + " of a running deskd's desks not counted)";
   }
   for (const auto& failure : findings.unreadable) check.detail += "; " + failure;
   if (!required) check.detail += " (deskd gives desks these ids only when it runs as root)";

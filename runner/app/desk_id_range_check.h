@@ -24,7 +24,8 @@ struct HostIdFiles {
 
 /// Checks [first, first + count) against the host: every user and group whose id lies in it,
 /// every subordinate range that overlaps it, every process with a uid (real, effective, saved
-/// or filesystem) in it but those of `desk_ids` (deskd's own desks, already running). The
+/// or filesystem) in it but those of `desk_ids` (deskd's own desks) and those with a process
+/// named "deskd" among their ancestors (a running deskd's desks, only counted). The
 /// check is required only when `required` (deskd runs as root); its detail lists what was
 /// found, a few of each kind. Missing files count as empty; unreadable ones are named.
 sandbox::SupportCheck check_desk_id_range(std::uint32_t first, std::uint32_t count, const std::set<uid_t>& desk_ids,

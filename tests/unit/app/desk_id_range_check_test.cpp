@@ -29,16 +29,17 @@ class DeskIdRangeCheckTest : public ::testing::Test {
     fs::create_directories(root_ / "proc");
     write("passwd", "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n");
     write("group", "root:x:0:\n");
-    process(1, 0);
+    process(1, 0, 0, "systemd");
   }
   void TearDown() override { fs::remove_all(root_); }
 
   void write(const std::string& relative, const std::string& text) const { std::ofstream(root_ / relative) << text; }
-  void process(int pid, std::uint64_t uid) const {
+  void process(int pid, std::uint64_t uid, int parent = 1, const std::string& name = "bash") const {
     fs::create_directories(root_ / "proc" / std::to_string(pid));
     const std::string id = std::to_string(uid);
     write("proc/" + std::to_string(pid) + "/status",
-          "Name:\tbash\nUid:\t" + id + "\t" + id + "\t" + id + "\t" + id + "\nGid:\t0\t0\t0\t0\n");
+          "Name:\t" + name + "\nPPid:\t" + std::to_string(parent) + "\nUid:\t" + id + "\t" + id + "\t" + id +
+              "\t" + id + "\nGid:\t0\t0\t0\t0\n");
   }
 
   fs::path root_;
@@ -79,6 +80,21 @@ TEST_F(DeskIdRangeCheckTest, TheDesksOwnProcessesAreNoStrangers) {
   EXPECT_FALSE(check.available);
   EXPECT_THAT(check.detail, HasSubstr("processes 8 (uid 100002)"));
   EXPECT_THAT(check.detail, Not(HasSubstr("processes 7")));
+}
+
+TEST_F(DeskIdRangeCheckTest, TheProcessesOfARunningDeskdAreOnlyCounted) {
+  process(20, 0, 1, "deskd");
+  process(21, 100001, 20, "memfd:deskd-ini");
+  process(22, 100001, 21);
+  process(30, 0, 1, "not-deskd");
+  process(31, 100002, 30);
+  const auto check = check_desk_id_range(100000, 10, {}, true, files_);
+  EXPECT_FALSE(check.available);
+  EXPECT_EQ(check.detail, "100000...100009 is in use: processes 31 (uid 100002) (2 processes of a running deskd's "
+                          "desks not counted)");
+  // A process named deskd in the range is no child of deskd.
+  process(40, 100003, 1, "deskd");
+  EXPECT_THAT(check_desk_id_range(100000, 10, {}, true, files_).detail, HasSubstr("40 (uid 100003)"));
 }
 
 TEST_F(DeskIdRangeCheckTest, ManyFindingsAreCut) {
