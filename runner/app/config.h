@@ -84,20 +84,11 @@ struct ModelConfig {
 };
 
 /// [sandbox] and a desk's [desk.sandbox] overrides (a desk's table starts as a copy).
-struct SandboxConfig {
-  sandbox::NetworkMode network = sandbox::NetworkMode::none;
-  std::optional<std::uint64_t> memory_bytes;     ///< memory_mb in the file
-  std::optional<std::uint64_t> processes;
-  std::optional<std::uint64_t> file_size_bytes;  ///< file_size_mb in the file
-  std::optional<std::uint64_t> open_files;
-  std::optional<double> cpus;                    ///< cgroup cpu.max, 0.01 to 4096 CPUs
-  std::vector<std::filesystem::path> hidden_paths;  ///< added to every desk's
-  std::vector<std::string> environment_variables;   ///< names passed from deskd's environment
-  /// Host paths shown read-only besides the host view (resolved, existing). A desk's list
-  /// replaces [sandbox]'s: what is shared is a grant, not a secret that must not be forgotten.
-  std::vector<std::filesystem::path> read_only_paths;
-  sandbox::HostView host_view = sandbox::HostView::minimal;
-};
+/// [sandbox] and a desk's [desk.sandbox] overrides (a desk's table starts as a copy): the
+/// very value the sandbox is built from, so no setting is lost between the file and the
+/// sandbox. Its hostname and ids are the desk's (DeskConfig::hostname, desk_ids_for). A
+/// desk's read_only_paths replace [sandbox]'s (what is shared is a grant); hidden_paths add.
+using SandboxConfig = sandbox::SandboxSettings;
 
 struct DeskConfig {
   std::string name;
