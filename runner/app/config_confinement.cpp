@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "policy/path_resolution.h"
 
@@ -14,8 +15,9 @@ namespace {
 
 using std::filesystem::path;
 
-const std::array<path, 9> kShownSystemFolders = {"/usr", "/bin", "/sbin", "/lib", "/lib32",
-                                                 "/lib64", "/libx32", "/etc", "/opt"};
+// The sandbox's own list, as paths.
+const std::vector<path> kShownSystemFolders(std::begin(sandbox::kShownSystemFolders),
+                                            std::end(sandbox::kShownSystemFolders));
 
 // The system's own trees: nothing inside them is a desk's, whatever the host shows of them.
 const std::array<path, 14> kSystemTrees = {"/usr", "/bin",  "/sbin", "/lib", "/lib32", "/lib64",   "/libx32",
@@ -88,15 +90,16 @@ Result<void> check_read_only_path(const path& read_only_path) {
   return success();
 }
 
-Result<void> check_desk_folder_reachable(const path& desk_folder, uid_t deskd_uid) {
+Result<void> check_desk_folder_reachable(const path& desk_folder, uid_t deskd_uid, sandbox::HostView view) {
   const path components = desk_folder.relative_path();
   path ancestor = desk_folder.root_path();
   for (auto component = components.begin(); component != components.end(); ++component) {
     // The folder itself is given to the desk's uid; only the way to it must be open.
     if (std::next(component) == components.end()) break;
     ancestor /= *component;
-    // Elsewhere the sandbox builds the way to the desk on its own tmpfs, open to the desk.
-    if (!is_inside_shown_system_folder(ancestor)) continue;
+    // Elsewhere the minimal view builds the way to the desk on its own tmpfs, open to the
+    // desk; the full view shows the host's own folders on the way.
+    if (view == sandbox::HostView::minimal && !is_inside_shown_system_folder(ancestor)) continue;
     struct stat status {};
     if (::stat(ancestor.c_str(), &status) != 0) continue;  // `deskd check` may not look where deskd can
     if ((status.st_mode & S_IXOTH) != 0) continue;

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "base/result.h"
+#include "sandbox/sandbox_spec.h"
 
 namespace deskd::app {
 
@@ -36,9 +37,12 @@ Result<void> check_read_only_path(const std::filesystem::path& read_only_path);
 /// Refuses a desk folder (absolute, resolved) that the desk's sandbox could not reach: one
 /// of its ancestors inside a shown system folder gives others no search permission (o+x)
 /// and is not deskd's own. An ancestor owned by `deskd_uid` counts as reachable only when
-/// that is not root: under a root deskd each desk runs as a uid of its own. Ancestors
-/// outside the shown system folders are not looked at, nor ones that cannot be examined.
+/// that is not root: under a root deskd each desk runs as a uid of its own. In the minimal
+/// view, ancestors outside the shown system folders are not looked at (the sandbox makes the
+/// way to the desk itself); in the full view every ancestor is. Ones that cannot be examined
+/// are not counted.
 /// The error names the ancestor, its mode in octal and the fix.
-Result<void> check_desk_folder_reachable(const std::filesystem::path& desk_folder, uid_t deskd_uid);
+Result<void> check_desk_folder_reachable(const std::filesystem::path& desk_folder, uid_t deskd_uid,
+                                         sandbox::HostView view = sandbox::HostView::minimal);
 
 }  // namespace deskd::app

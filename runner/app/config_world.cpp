@@ -125,7 +125,7 @@ void check_desk_folders(std::span<const DeskDraft> drafts, std::span<const Place
       continue;
     }
     well_placed[index] = true;
-    if (auto reached = check_desk_folder_reachable(draft.desk.directory, ::geteuid()); !reached.ok()) {
+    if (auto reached = check_desk_folder_reachable(draft.desk.directory, ::geteuid(), draft.desk.sandbox.host_view); !reached.ok()) {
       problems.add(draft.directory_position, desk + reached.error().what);
     }
     for (std::size_t earlier = 0; earlier < index; ++earlier) {

@@ -78,6 +78,20 @@ TEST(ConfinementRulesTest, WhereADeskFolderMayLie) {
   }
 }
 
+TEST(ConfinementRulesTest, InTheFullViewEveryAncestorMustLetTheSandboxSearchIt) {
+  // mkdtemp makes a 0700 folder: the minimal view builds its own way to the desk past it,
+  // the full view shows the host's folder on the way, which the desk's uid cannot search.
+  char pattern[] = "/tmp/deskd-full-view-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::filesystem::path desk = std::filesystem::path(pattern) / "desk";
+  std::filesystem::create_directory(desk);
+  EXPECT_TRUE(check_desk_folder_reachable(desk, 0, sandbox::HostView::minimal).ok());
+  const auto refused = check_desk_folder_reachable(desk, 0, sandbox::HostView::full);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().what, ::testing::HasSubstr(std::string("its ancestor ") + pattern + " has mode 0700"));
+  std::filesystem::remove_all(pattern);
+}
+
 TEST(ConfinementRulesTest, AnAncestorInAShownSystemFolderMustLetTheSandboxSearchIt) {
   PrivateFolder opt("/opt");
   if (!opt.made()) {
