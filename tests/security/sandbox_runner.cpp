@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -178,6 +179,18 @@ std::string probe(std::string_view name) {
   return BinaryCopies::instance().locate(fs::path(DESKD_PROBE_DIRECTORY) / name);
 }
 
+std::string probe_folder() { return fs::path(probe("probe_open")).parent_path(); }
+
+std::vector<std::string> probe_view_arguments() {
+  static const bool read_only = [] {
+    const char* setting = std::getenv("DESKD_SECURITY_PROBES_READ_ONLY");
+    if (setting == nullptr || *setting == '\0') return kProbeFolderReadOnlyByDefault;
+    return std::string_view(setting) != "0";
+  }();
+  if (!read_only) return {};
+  return {"--read-only", probe_folder()};
+}
+
 std::string SandboxRun::describe() const {
   std::ostringstream text;
   text << "exit status " << exit_status << (timed_out ? " (timed out, killed)" : "")
@@ -208,8 +221,8 @@ SandboxRun run_deskd(Daemon daemon, const std::vector<std::string>& arguments,
     return run;
   }
   if (child == 0) {
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(out_pipe[1], 1) < 0 ||
+    const int input = ::open(options.standard_input.c_str(), O_RDONLY);
+    if (input < 0 || ::dup2(input, 0) < 0 || ::dup2(out_pipe[1], 1) < 0 ||
         ::dup2(err_pipe[1], 2) < 0)
       child_exit("redirect stdio");
     if (options.open_extra_fds) open_extra_fds();
@@ -269,6 +282,7 @@ SandboxRun run_in_sandbox(Daemon daemon, const TestDesk& desk,
                           const LaunchOptions& options) {
   std::vector<std::string> arguments = {"sandbox"};
   for (const auto& each : desk.sandbox_arguments()) arguments.push_back(each);
+  for (const auto& each : probe_view_arguments()) arguments.push_back(each);
   arguments.insert(arguments.end(), extra_arguments.begin(), extra_arguments.end());
   arguments.push_back("--");
   arguments.insert(arguments.end(), command.begin(), command.end());

@@ -39,6 +39,17 @@ uid_t sandbox_host_uid(Daemon daemon);
 const std::string& deskd_binary();
 /// A probe (e.g. "probe_open"), at a path the sandbox's uid can execute from inside.
 std::string probe(std::string_view name);
+/// The folder holding the probes (the build tree's, or the copies').
+std::string probe_folder();
+
+/// Whether every sandbox of the suite is given `--read-only <probe folder>`. Off until
+/// `deskd sandbox` has the option: the minimal host view (issue 11) shows only the system
+/// folders, the desk and what --read-only names, so the probes need it from then on.
+/// DESKD_SECURITY_PROBES_READ_ONLY=1 (or =0) in the test's environment overrides it.
+inline constexpr bool kProbeFolderReadOnlyByDefault = false;
+/// `--read-only <probe folder>` when the above is on, else nothing: for every command line
+/// of `deskd sandbox`/`shell`/`mcp` whose sandbox runs a probe.
+std::vector<std::string> probe_view_arguments();
 
 struct LaunchOptions {
   /// "NAME=value" entries added to deskd's own environment.
@@ -47,6 +58,8 @@ struct LaunchOptions {
   bool open_extra_fds = false;
   /// deskd's working folder.
   std::string working_directory = "/";
+  /// The file deskd reads as its standard input (opened by the test, before any uid change).
+  std::string standard_input = "/dev/null";
   /// After this, deskd is killed with SIGKILL and the run counts as timed out.
   std::chrono::milliseconds timeout{20000};
 };
@@ -66,7 +79,7 @@ struct SandboxRun {
   std::string describe() const;
 };
 
-/// Runs `deskd ARGUMENTS...` as the given daemon, stdin from /dev/null.
+/// Runs `deskd ARGUMENTS...` as the given daemon, stdin from options.standard_input.
 SandboxRun run_deskd(Daemon daemon, const std::vector<std::string>& arguments,
                      const LaunchOptions& options = {});
 
@@ -103,7 +116,7 @@ class TestDesk {
   std::string secret_;
 };
 
-/// Runs `deskd sandbox <desk arguments> EXTRA... -- COMMAND...`.
+/// Runs `deskd sandbox <desk arguments> <probe view arguments> EXTRA... -- COMMAND...`.
 SandboxRun run_in_sandbox(Daemon daemon, const TestDesk& desk,
                           const std::vector<std::string>& command,
                           const std::vector<std::string>& extra_arguments = {},
