@@ -27,31 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-uid_t daemon_uid(Daemon daemon) { return daemon == Daemon::root ? 0 : kUnprivilegedUid; }
-
-// A folder the test makes on the host, owned by the daemon's user; removed with the object.
-class HostFolder {
- public:
-  HostFolder(std::string path, uid_t owner) : path_(std::move(path)) {
-    std::error_code error;
-    fs::create_directory(path_, error);
-    if (error) ADD_FAILURE() << "mkdir " << path_ << ": " << error.message();
-    ::chmod(path_.c_str(), 0755);
-    if (::chown(path_.c_str(), owner, owner) != 0) ADD_FAILURE() << "chown " << path_;
-  }
-  ~HostFolder() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-    if (error) ADD_FAILURE() << "could not remove " << path_ << ": " << error.message();
-  }
-  HostFolder(const HostFolder&) = delete;
-  HostFolder& operator=(const HostFolder&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // A listening socket file, the daemon's user's, that any uid may connect to.
 class UnixListener {
  public:
@@ -90,7 +65,7 @@ class HostViewTest : public SandboxTest {
  protected:
   void SetUp() override {
     SandboxTest::SetUp();
-    const uid_t owner = daemon_uid(daemon());
+    const uid_t owner = daemon_host_uid(daemon());
     const std::string name = unique_name("deskd-host-view");
     folders_.push_back(std::make_unique<HostFolder>("/var/tmp/" + name, owner));
     // A home-like folder: /home when the host has one; else root's home for the root
@@ -112,7 +87,7 @@ TEST_P(HostViewTest, HostUnixSocketsOfTheDaemonsUserAreUnreachable) {
   std::vector<std::unique_ptr<UnixListener>> listeners;
   std::string script;
   for (const auto& folder : folders_) {
-    listeners.push_back(std::make_unique<UnixListener>(folder->path() + "/s", daemon_uid(daemon())));
+    listeners.push_back(std::make_unique<UnixListener>(folder->path() + "/s", daemon_host_uid(daemon())));
     const std::string& path = listeners.back()->path();
     script += "echo \"" + path + ": $(" + probe("probe_connect") + " unix " + path + ")\"\n";
   }
@@ -135,7 +110,7 @@ TEST_P(HostViewTest, PrivateFilesOfTheDaemonsUserOutsideTheDeskCannotBeRead) {
     if (folder->path().rfind("/etc/", 0) == 0) continue;  // /etc is part of the minimal view
     files.push_back(folder->path() + "/private");
     write_host_file(files.back(), secret + "\n", 0600);
-    ASSERT_EQ(::chown(files.back().c_str(), daemon_uid(daemon()), daemon_uid(daemon())), 0);
+    ASSERT_EQ(::chown(files.back().c_str(), daemon_host_uid(daemon()), daemon_host_uid(daemon())), 0);
   }
   for (const auto& file : files) {
     const SandboxRun run = sandbox({probe("probe_open"), file});

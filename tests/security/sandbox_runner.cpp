@@ -21,6 +21,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace deskd::security_testing {
 namespace {
@@ -170,6 +171,8 @@ uid_t sandbox_host_uid(Daemon daemon) {
   return daemon == Daemon::root ? kRootSandboxUid : kUnprivilegedUid;
 }
 
+uid_t daemon_host_uid(Daemon daemon) { return daemon == Daemon::root ? 0 : kUnprivilegedUid; }
+
 const std::string& deskd_binary() {
   static const std::string path = BinaryCopies::instance().locate(DESKD_BINARY);
   return path;
@@ -287,6 +290,20 @@ SandboxRun run_in_sandbox(Daemon daemon, const TestDesk& desk,
   arguments.push_back("--");
   arguments.insert(arguments.end(), command.begin(), command.end());
   return run_deskd(daemon, arguments, options);
+}
+
+HostFolder::HostFolder(std::string path, uid_t owner) : path_(std::move(path)) {
+  std::error_code error;
+  fs::create_directory(path_, error);
+  if (error) ADD_FAILURE() << "mkdir " << path_ << ": " << error.message();
+  ::chmod(path_.c_str(), 0755);
+  if (::chown(path_.c_str(), owner, owner) != 0) ADD_FAILURE() << "chown " << path_;
+}
+
+HostFolder::~HostFolder() {
+  std::error_code error;
+  fs::remove_all(path_, error);
+  if (error) ADD_FAILURE() << "could not remove " << path_ << ": " << error.message();
 }
 
 std::string first_line(std::string_view text) {

@@ -34,6 +34,8 @@ void PrintTo(Daemon daemon, std::ostream* stream);
 
 /// The host uid that files written inside a sandbox belong to, for this daemon.
 uid_t sandbox_host_uid(Daemon daemon);
+/// The host uid deskd itself runs as: 0, or kUnprivilegedUid.
+uid_t daemon_host_uid(Daemon daemon);
 
 /// The deskd binary, at a path the unprivileged uid can execute.
 const std::string& deskd_binary();
@@ -149,6 +151,20 @@ class SandboxTest : public ::testing::TestWithParam<Daemon> {
       ::deskd::security_testing::daemon_test_name)
 
 // ---- host-side helpers ----
+
+/// A folder the test makes on the host outside any desk (/var/tmp/X, /etc/X, ...), mode
+/// 0755 and owned by `owner` (uid and gid); removed, with what it holds, with the object.
+class HostFolder {
+ public:
+  HostFolder(std::string path, uid_t owner);
+  ~HostFolder();
+  HostFolder(const HostFolder&) = delete;
+  HostFolder& operator=(const HostFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 /// The first line of text, without its newline.
 std::string first_line(std::string_view text);

@@ -71,7 +71,7 @@ TEST_P(SymlinkRaceTest, SwappingALinkIntoScratchDuringLaunchesChangesNoHostFile)
   // The host's places, outside the desk: a folder of the daemon's user (root, or the
   // unprivileged uid) holding a 0600 file and a 0700 folder named like the entries of the
   // real scratch/sub, so that a redirected walk finds exactly them; and a 0600 file.
-  const uid_t host_owner = daemon() == Daemon::root ? 0 : kUnprivilegedUid;
+  const uid_t host_owner = daemon_host_uid(daemon());
   const std::string host = desk().root() + "/host";
   make_owned(host, true, 0755, host_owner);
   make_owned(host + "/inner", false, 0600, host_owner);
