@@ -28,13 +28,8 @@ std::atomic<bool> openat2_missing{false};
 
 bool openat2_usable() { return !openat2_missing.load(std::memory_order_relaxed); }
 
-int call_openat2(int directory_fd, const char* path, int flags, mode_t mode) {
-  open_how how{};
-  how.flags = static_cast<std::uint64_t>(flags);
-  how.mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? mode : 0;
-  how.resolve = kNoLinks;
-  return static_cast<int>(
-      retry_on_eintr([&] { return ::syscall(SYS_openat2, directory_fd, path, &how, sizeof how); }));
+int call_openat2(const FileSystemCalls& calls, int directory_fd, const char* path, int flags, mode_t mode) {
+  return retry_on_eintr([&] { return calls.open(directory_fd, path, flags, mode, kNoLinks); });
 }
 
 std::vector<std::string> components_of(const std::filesystem::path& path) {
@@ -68,10 +63,10 @@ Error open_error(int error_number, const std::filesystem::path& path) {
 // Opens `relative` (one component or several) beneath `directory_fd` without following any
 // symbolic link: openat2 when the kernel has it, otherwise one O_NOFOLLOW openat per
 // component, each folder opened before the next name is looked up in it.
-int open_without_links(int directory_fd, const std::string& relative, int flags, mode_t mode,
-                       bool force_walk) {
+int open_without_links(const FileSystemCalls& calls, int directory_fd, const std::string& relative, int flags,
+                       mode_t mode, bool force_walk) {
   if (!force_walk && openat2_usable()) {
-    const int fd = call_openat2(directory_fd, relative.c_str(), flags | O_CLOEXEC, mode);
+    const int fd = call_openat2(calls, directory_fd, relative.c_str(), flags | O_CLOEXEC, mode);
     if (fd >= 0 || errno != ENOSYS) return fd;
     openat2_missing.store(true, std::memory_order_relaxed);
   }
@@ -81,21 +76,18 @@ int open_without_links(int directory_fd, const std::string& relative, int flags,
   if (!relative.empty() && relative.front() == '/') {
     // An absolute path is walked from the root: the components above are relative names,
     // and looked up in AT_FDCWD they would name a look-alike tree in the current folder.
-    const int root = static_cast<int>(
-        retry_on_eintr([] { return ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC); }));
+    const int root = retry_on_eintr([&] { return calls.open(AT_FDCWD, "/", O_RDONLY | O_DIRECTORY, 0, 0); });
     if (root < 0) return -1;
     current.reset(root);
     parent = current.get();
   }
   for (std::size_t index = 0; index + 1 < parts.size(); ++index) {
-    const int next = static_cast<int>(retry_on_eintr([&] {
-      return ::openat(parent, parts[index].c_str(),
-                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    }));
+    const int next = retry_on_eintr(
+        [&] { return calls.open(parent, parts[index].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0, 0); });
     if (next < 0) {
       // O_NOFOLLOW | O_DIRECTORY reports a link as "not a folder"; say what it really is.
       struct stat status {};
-      if (errno == ENOTDIR && ::fstatat(parent, parts[index].c_str(), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
+      if (errno == ENOTDIR && calls.stat(parent, parts[index].c_str(), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
           S_ISLNK(status.st_mode)) {
         errno = ELOOP;
       }
@@ -105,16 +97,15 @@ int open_without_links(int directory_fd, const std::string& relative, int flags,
     parent = current.get();
   }
   const std::string last = parts.empty() ? std::string(".") : parts.back();
-  return static_cast<int>(retry_on_eintr(
-      [&] { return ::openat(parent, last.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode); }));
+  return retry_on_eintr([&] { return calls.open(parent, last.c_str(), flags | O_NOFOLLOW, mode, 0); });
 }
 
-Result<UniqueFd> open_absolute(const std::filesystem::path& path, int flags, mode_t mode = 0) {
+Result<UniqueFd> open_absolute(const FileSystemCalls& calls, const std::filesystem::path& path, int flags,
+                               mode_t mode = 0) {
   if (!path.is_absolute()) {
     return Error::make(ErrorCode::internal, path.native() + " is not an absolute path.");
   }
-  const int fd = open_without_links(AT_FDCWD, path.native(), flags, mode,
-                                    !SafeFile::uses_openat2());
+  const int fd = open_without_links(calls, AT_FDCWD, path.native(), flags, mode, !SafeFile::uses_openat2());
   if (fd < 0) return open_error(errno, path);
   return UniqueFd(fd);
 }
@@ -144,27 +135,25 @@ Result<void> write_all(int fd, std::string_view contents, const std::filesystem:
 }
 
 // Opens the folder that will hold `path`, creating the missing folders beneath `base`.
-Result<UniqueFd> open_parent_creating(const std::filesystem::path& path,
+Result<UniqueFd> open_parent_creating(const FileSystemCalls& calls, const std::filesystem::path& path,
                                       const std::filesystem::path& base) {
   const auto parent = path.parent_path();
   if (!is_same_or_inside(parent, base)) {
     return Error::make(ErrorCode::internal,
                        path.native() + " is not beneath " + base.native() + ".");
   }
-  DESKD_ASSIGN_OR_RETURN(UniqueFd directory, open_absolute(base, O_RDONLY | O_DIRECTORY));
+  DESKD_ASSIGN_OR_RETURN(UniqueFd directory, open_absolute(calls, base, O_RDONLY | O_DIRECTORY));
   const auto relative = parent.lexically_relative(base);
   for (const auto& part : relative) {
     const std::string& name = part.native();
     if (name.empty() || name == ".") continue;
-    int next = open_without_links(directory.get(), name, O_RDONLY | O_DIRECTORY, 0,
-                                  !SafeFile::uses_openat2());
+    int next = open_without_links(calls, directory.get(), name, O_RDONLY | O_DIRECTORY, 0, !SafeFile::uses_openat2());
     if (next < 0 && errno == ENOENT) {
-      if (::mkdirat(directory.get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
+      if (calls.make_directory(directory.get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
         return Error::from_errno(errno, "The folder " + (base / relative).native() +
                                             " cannot be created");
       }
-      next = open_without_links(directory.get(), name, O_RDONLY | O_DIRECTORY, 0,
-                                !SafeFile::uses_openat2());
+      next = open_without_links(calls, directory.get(), name, O_RDONLY | O_DIRECTORY, 0, !SafeFile::uses_openat2());
     }
     if (next < 0) return open_error(errno, parent);
     directory.reset(next);
@@ -185,21 +174,21 @@ std::string temporary_name(const std::string& name) {
 
 bool SafeFile::uses_openat2() { return !force_component_walk_ && openat2_usable(); }
 
-Result<UniqueFd> SafeFile::open_for_reading(const std::filesystem::path& path) {
+Result<UniqueFd> SafeFile::open_for_reading(const std::filesystem::path& path, const Calls& calls) {
   // O_NONBLOCK: opening a FIFO must not hang the caller; it is refused just below.
-  DESKD_ASSIGN_OR_RETURN(UniqueFd fd, open_absolute(path, O_RDONLY | O_NONBLOCK | O_NOCTTY));
+  DESKD_ASSIGN_OR_RETURN(UniqueFd fd, open_absolute(calls, path, O_RDONLY | O_NONBLOCK | O_NOCTTY));
   DESKD_RETURN_IF_ERROR(require_regular_file(fd.get(), path));
   const int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
   return fd;
 }
 
-Result<UniqueFd> SafeFile::open_directory(const std::filesystem::path& path) {
-  return open_absolute(path, O_RDONLY | O_DIRECTORY);
+Result<UniqueFd> SafeFile::open_directory(const std::filesystem::path& path, const Calls& calls) {
+  return open_absolute(calls, path, O_RDONLY | O_DIRECTORY);
 }
 
-Result<FileContents> SafeFile::read(const std::filesystem::path& path, std::size_t maximum_bytes) {
-  DESKD_ASSIGN_OR_RETURN(UniqueFd fd, open_for_reading(path));
+Result<FileContents> SafeFile::read(const std::filesystem::path& path, std::size_t maximum_bytes, const Calls& calls) {
+  DESKD_ASSIGN_OR_RETURN(UniqueFd fd, open_for_reading(path, calls));
   FileContents contents;
   char buffer[65536];
   for (;;) {
@@ -218,15 +207,16 @@ Result<FileContents> SafeFile::read(const std::filesystem::path& path, std::size
 }
 
 Result<void> SafeFile::write(const std::filesystem::path& path, std::string_view contents,
-                             WriteMode mode, const std::filesystem::path& create_folders_below) {
+                             WriteMode mode, const std::filesystem::path& create_folders_below,
+                             const Calls& calls) {
   if (!path.is_absolute() || !path.has_filename()) {
     return Error::make(ErrorCode::internal, path.native() + " is not an absolute file path.");
   }
-  DESKD_ASSIGN_OR_RETURN(UniqueFd directory, open_parent_creating(path, create_folders_below));
+  DESKD_ASSIGN_OR_RETURN(UniqueFd directory, open_parent_creating(calls, path, create_folders_below));
   const std::string name = path.filename().native();
 
   if (mode == WriteMode::rewrite_in_place) {
-    const int fd = open_without_links(directory.get(), name, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY,
+    const int fd = open_without_links(calls, directory.get(), name, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY,
                                       0644, !uses_openat2());
     if (fd < 0) return open_error(errno, path);
     UniqueFd file(fd);
@@ -240,7 +230,7 @@ Result<void> SafeFile::write(const std::filesystem::path& path, std::string_view
   struct stat existing {};
   mode_t permissions = 0644;
   bool exists = false;
-  if (::fstatat(directory.get(), name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+  if (calls.stat(directory.get(), name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
     exists = true;
     if (S_ISDIR(existing.st_mode)) {
       return Error::make(ErrorCode::refused, path.native() + " is a folder, not a file.");
@@ -255,10 +245,9 @@ Result<void> SafeFile::write(const std::filesystem::path& path, std::string_view
     permissions = existing.st_mode & 07777 & ~06000;
   }
   const std::string temporary = temporary_name(name);
-  const int fd = static_cast<int>(retry_on_eintr([&] {
-    return ::openat(directory.get(), temporary.c_str(),
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions);
-  }));
+  const int fd = retry_on_eintr([&] {
+    return calls.open(directory.get(), temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, permissions, 0);
+  });
   if (fd < 0) return Error::from_errno(errno, "A temporary file beside " + path.native() +
                                                   " cannot be created");
   UniqueFd file(fd);
@@ -271,10 +260,10 @@ Result<void> SafeFile::write(const std::filesystem::path& path, std::string_view
       written = Error::from_errno(errno, "Flushing " + path.native() + " to disk failed");
     }
   }
-  if (written.ok() && ::renameat(directory.get(), temporary.c_str(), directory.get(), name.c_str()) != 0) {
+  if (written.ok() && calls.rename(directory.get(), temporary.c_str(), name.c_str()) != 0) {
     written = open_error(errno, path);
   }
-  if (!written.ok()) ::unlinkat(directory.get(), temporary.c_str(), 0);
+  if (!written.ok()) calls.unlink(directory.get(), temporary.c_str(), 0);
   // The rename itself must survive a crash too.
   if (written.ok() && mode == WriteMode::replace_durably) (void)::fsync(directory.get());
   return written;

@@ -10,6 +10,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "policy/file_system_calls.h"
 
 namespace deskd::policy {
 
@@ -33,24 +34,31 @@ enum class WriteMode {
   rewrite_in_place,
 };
 
-/// Race-free file operations on absolute, resolved paths.
+/// Race-free file operations on absolute, resolved paths. Every path-based system call goes
+/// through `calls`: deskd's own by default, a desk's for its file tools.
 class SafeFile {
  public:
+  using Calls = FileSystemCalls;
+
   /// Opens a regular file for reading. Refuses symbolic links anywhere on the path,
   /// folders, and special files (FIFOs, devices, sockets).
-  static Result<UniqueFd> open_for_reading(const std::filesystem::path& path);
+  static Result<UniqueFd> open_for_reading(const std::filesystem::path& path,
+                                           const Calls& calls = own_file_system_calls());
 
   /// Opens a folder for listing, refusing symbolic links anywhere on the path.
-  static Result<UniqueFd> open_directory(const std::filesystem::path& path);
+  static Result<UniqueFd> open_directory(const std::filesystem::path& path,
+                                         const Calls& calls = own_file_system_calls());
 
   /// Reads at most `maximum_bytes` of a regular file.
-  static Result<FileContents> read(const std::filesystem::path& path, std::size_t maximum_bytes);
+  static Result<FileContents> read(const std::filesystem::path& path, std::size_t maximum_bytes,
+                                   const Calls& calls = own_file_system_calls());
 
   /// Writes `contents` to `path`. Missing folders between `create_folders_below` (which
   /// must exist and be an ancestor of `path`) and the file are created, refusing links on
   /// the way. Refuses a target that is a folder or a special file.
   static Result<void> write(const std::filesystem::path& path, std::string_view contents,
-                            WriteMode mode, const std::filesystem::path& create_folders_below);
+                            WriteMode mode, const std::filesystem::path& create_folders_below,
+                            const Calls& calls = own_file_system_calls());
 
   /// Whether opens use openat2(2); false means the O_NOFOLLOW walk is used instead.
   static bool uses_openat2();

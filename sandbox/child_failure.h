@@ -6,6 +6,8 @@
 
 #include <cstddef>
 
+#include "sandbox/init/init_protocol.h"
+
 namespace deskd::sandbox {
 
 /// What the child tells the parent when a step fails. A pipe that closes without a
@@ -16,6 +18,11 @@ struct ChildFailure {
   char step[160] = {};    ///< What was being done, e.g. "mount a tmpfs on /tmp"
   char path[512] = {};    ///< The path involved, if any
 };
+
+// deskd-init writes the same record, as the C struct it shares with the launcher.
+static_assert(sizeof(ChildFailure) == sizeof(deskd_child_failure));
+static_assert(offsetof(ChildFailure, step) == offsetof(deskd_child_failure, step));
+static_assert(offsetof(ChildFailure, path) == offsetof(deskd_child_failure, path));
 
 /// Copies `text` into `destination` (at most size-1 bytes, always terminated).
 inline void copy_text(char* destination, std::size_t size, const char* text) {

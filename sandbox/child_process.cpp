@@ -20,13 +20,6 @@
 namespace deskd::sandbox {
 namespace {
 
-// The command's pid, for the init's signal handlers.
-volatile pid_t command_pid = 0;
-
-void forward_signal(int signal_number) {
-  if (command_pid > 0) ::kill(command_pid, signal_number);
-}
-
 int bring_up_loopback() {
   const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
@@ -43,36 +36,58 @@ int bring_up_loopback() {
   return result;
 }
 
-// Installs context.descriptors as 0, 1, 2, 3, ... and closes every other descriptor but
-// the failure pipe, so nothing of the daemon (sockets, journals, other desks' pipes) is
-// reachable from the sandbox. Returns the failure pipe's new number.
-int install_descriptors(const ChildContext& context, int failure_fd) {
-  const int count = static_cast<int>(context.descriptors.size());
+// Installs context.descriptors as 0, 1, 2, 3, ..., then deskd-init's spec, the failure
+// pipe and deskd-init's image right after them, and closes every other descriptor, so
+// nothing of the daemon (sockets, journals, other desks' pipes) is reachable from the
+// sandbox. Returns where the failure pipe is now.
+struct InstalledDescriptors {
+  int spec = -1;
+  int failure = -1;
+  int image = -1;
+};
+
+InstalledDescriptors install_descriptors(const ChildContext& context, int failure_fd) {
+  const int commands = static_cast<int>(context.descriptors.size());
+  const int total = commands + 3;
+  int sources[64 + 3];
+  if (commands > 64) fail_child(failure_fd, EMFILE, "install the descriptors", "");
   // Anything that dup2 is about to overwrite is first moved above the targets.
-  int failure = ::fcntl(failure_fd, F_DUPFD_CLOEXEC, count);
+  int failure = ::fcntl(failure_fd, F_DUPFD_CLOEXEC, total);
   if (failure < 0) fail_child(failure_fd, errno, "move the failure pipe aside", "");
-  int sources[64];
-  if (count > 64) fail_child(failure, EMFILE, "install the descriptors", "");
-  for (int index = 0; index < count; ++index) {
-    sources[index] = context.descriptors[static_cast<std::size_t>(index)];
-    if (sources[index] >= 0 && sources[index] < count) {
-      sources[index] = ::fcntl(sources[index], F_DUPFD_CLOEXEC, count);
-      if (sources[index] < 0) fail_child(failure, errno, "move a descriptor aside", "");
+  for (int index = 0; index < total; ++index) {
+    int source = index < commands ? context.descriptors[static_cast<std::size_t>(index)]
+                 : index == commands     ? context.init_spec_fd
+                 : index == commands + 1 ? failure
+                                         : context.init_image_fd;
+    if (source >= 0 && source < total) {
+      source = ::fcntl(source, F_DUPFD_CLOEXEC, total);
+      if (source < 0) fail_child(failure, errno, "move a descriptor aside", "");
     }
+    sources[index] = source;
   }
-  for (int index = 0; index < count; ++index) {
-    if (sources[index] < 0) continue;
+  for (int index = 0; index < total; ++index) {
+    if (sources[index] < 0) continue;  // only 0-2 may be kept as they are
     if (::dup2(sources[index], index) < 0) fail_child(failure, errno, "install the descriptors", "");
   }
-  const unsigned first_free = static_cast<unsigned>(count < 3 ? 3 : count);
-  if (static_cast<unsigned>(failure) > first_free &&
-      ::syscall(SYS_close_range, first_free, static_cast<unsigned>(failure - 1), 0U) != 0) {
+  failure = commands + 1;
+  if (::syscall(SYS_close_range, static_cast<unsigned>(total), UINT_MAX, 0U) != 0) {
     fail_child(failure, errno, "close the inherited descriptors", "");
   }
-  if (::syscall(SYS_close_range, static_cast<unsigned>(failure + 1), UINT_MAX, 0U) != 0) {
-    fail_child(failure, errno, "close the inherited descriptors", "");
-  }
-  return failure;
+  // The spec and the failure pipe cross into deskd-init; its image needs no descriptor there.
+  if (::fcntl(commands + 2, F_SETFD, FD_CLOEXEC) != 0) fail_child(failure, errno, "mark deskd-init's image", "");
+  return {commands, failure, commands + 2};
+}
+
+// Writes a small non-negative number as decimal text; async-signal-safe.
+void decimal(int value, char (&text)[12]) {
+  char reversed[12];
+  int length = 0;
+  do {
+    reversed[length++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value > 0 && length < 11);
+  for (int index = 0; index < length; ++index) text[index] = reversed[length - 1 - index];
+  text[length] = '\0';
 }
 
 // The kernel clears the parent-death signal whenever the credentials change, as the id
@@ -84,56 +99,6 @@ void die_with_parent_again(int failure_fd) {
   }
   pollfd descriptor{failure_fd, POLLOUT, 0};
   if (::poll(&descriptor, 1, 0) < 0 || (descriptor.revents & (POLLERR | POLLHUP)) != 0) ::_exit(125);
-}
-
-void reset_signals() {
-  struct sigaction default_action {};
-  default_action.sa_handler = SIG_DFL;
-  for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
-    ::sigaction(signal_number, &default_action, nullptr);  // fails harmlessly for SIGKILL/SIGSTOP
-  }
-  sigset_t empty;
-  ::sigemptyset(&empty);
-  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
-}
-
-[[noreturn]] void execute_command(const ChildContext& context, int failure_fd) {
-  reset_signals();
-  int last_error = ENOENT;
-  for (const char* candidate : context.executable_candidates) {
-    ::execve(candidate, context.argv.data(), context.envp.data());
-    // Like a shell: keep looking after "not found", remember "not executable".
-    if (errno != ENOENT && errno != ENOTDIR) last_error = errno;
-  }
-  const char* name = context.argv[0];
-  fail_child(failure_fd, last_error, "execute the command", name, last_error == ENOENT ? 127 : 126);
-}
-
-[[noreturn]] void run_init(pid_t command) {
-  // The init needs no descriptor: holding the command's pipes would keep them open after
-  // the command's death.
-  ::syscall(SYS_close_range, 0U, UINT_MAX, 0U);
-  command_pid = command;
-  struct sigaction forward {};
-  forward.sa_handler = forward_signal;
-  ::sigemptyset(&forward.sa_mask);
-  for (int signal_number : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
-    ::sigaction(signal_number, &forward, nullptr);
-  }
-  sigset_t empty;
-  ::sigemptyset(&empty);
-  ::sigprocmask(SIG_SETMASK, &empty, nullptr);  // the launcher may have blocked them
-  for (;;) {
-    int status = 0;
-    const pid_t reaped = ::waitpid(-1, &status, 0);
-    if (reaped < 0) {
-      if (errno == EINTR) continue;
-      ::_exit(125);  // ECHILD: the command is gone without being seen; cannot happen
-    }
-    if (reaped != command) continue;  // an orphan, reaped
-    if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
-    ::_exit(128 + WTERMSIG(status));
-  }
 }
 
 }  // namespace
@@ -174,7 +139,8 @@ void run_sandbox_child(const ChildContext& context) {
     }
   }
   if (::setsid() < 0) fail_child(failure_fd, errno, "start a new session", "");
-  failure_fd = install_descriptors(context, failure_fd);
+  const InstalledDescriptors installed = install_descriptors(context, failure_fd);
+  failure_fd = installed.failure;
   if (drop_privileges(context.identity, context.last_capability, &failed_step) != 0) {
     fail_child(failure_fd, errno, failed_step, "");
   }
@@ -185,10 +151,16 @@ void run_sandbox_child(const ChildContext& context) {
   }
   if (context.seccomp->install() != 0) fail_child(failure_fd, errno, "install the seccomp filter", "");
 
-  const pid_t command = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, 0));
-  if (command < 0) fail_child(failure_fd, errno, "start the command", "");
-  if (command == 0) execute_command(context, failure_fd);
-  run_init(command);
+  // Everything deskd held is left behind here: execveat replaces this copy of its memory.
+  char spec_text[12];
+  char failure_text[12];
+  decimal(installed.spec, spec_text);
+  decimal(installed.failure, failure_text);
+  char name[] = "deskd-init";
+  char* const arguments[] = {name, spec_text, failure_text, nullptr};
+  char* const no_environment[] = {nullptr};
+  ::syscall(SYS_execveat, installed.image, "", arguments, no_environment, AT_EMPTY_PATH);
+  fail_child(failure_fd, errno, "execute deskd-init from its memfd", "");
 }
 
 }  // namespace deskd::sandbox

@@ -3,10 +3,11 @@
 // parent in a ChildContext before the clone; the child only makes raw system calls
 // (deskd is multithreaded: after a clone only async-signal-safe calls are allowed).
 //
-// The child is pid 1 of the sandbox's pid namespace. After building the sandbox it forks:
-// its child executes the command, and it stays behind as a tiny init that forwards
-// termination signals, reaps orphans, and exits with the command's status — which makes
-// the kernel kill whatever else is left in the namespace.
+// The child is pid 1 of the sandbox's pid namespace. After building the sandbox (ids,
+// mounts, limits, descriptors, capabilities, landlock, seccomp) it executes deskd-init
+// (sandbox/init/) from its sealed memfd, with an empty environment: from then on pid 1 is a
+// fresh, tiny program holding nothing of deskd's memory. deskd-init runs the command (or
+// serves the desk's file opens) as init_protocol.h describes.
 
 #include <sys/resource.h>
 
@@ -40,14 +41,12 @@ struct ChildContext {
   std::vector<ResourceLimit> limits;
   const char* hostname = nullptr;
   bool bring_up_loopback = false;
-  /// Absolute paths to try in order with execve (PATH already searched by the parent).
-  std::vector<const char*> executable_candidates;
-  std::vector<char*> argv;  ///< nullptr-terminated
-  std::vector<char*> envp;  ///< nullptr-terminated
+  int init_image_fd = -1;  ///< deskd-init's sealed memfd (init_image.h)
+  int init_spec_fd = -1;   ///< the memfd with what deskd-init is to do (init_protocol.h)
 };
 
-/// The child's whole life. Never returns: exits with the command's status, or 125 (126,
-/// 127) after writing a ChildFailure to `context.failure_fd`.
+/// The child's whole life. Never returns: becomes deskd-init, or exits with 125 after
+/// writing a ChildFailure to `context.failure_fd`.
 [[noreturn]] void run_sandbox_child(const ChildContext& context);
 
 }  // namespace deskd::sandbox

@@ -4,6 +4,7 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,6 +14,8 @@
 
 #include "sandbox/child_failure.h"
 #include "sandbox/child_process.h"
+#include "sandbox/init/init_protocol.h"
+#include "sandbox/init_image.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -72,6 +75,42 @@ std::string host_path(const char* path) {
   return path;
 }
 
+// What deskd-init is to do, in a memfd of its own (argv and the environment can be larger
+// than a pipe holds): the header, then every string with its NUL.
+Result<UniqueFd> write_init_spec(std::uint32_t mode, const std::vector<std::string>& candidates,
+                                 const std::vector<std::string>& arguments,
+                                 const std::vector<std::string>& environment) {
+  std::string strings;
+  for (const auto* list : {&candidates, &arguments, &environment}) {
+    for (const auto& text : *list) {
+      if (text.find('\0') != std::string::npos) {
+        return Error::make(ErrorCode::invalid_argument, "An argument or variable for the sandbox holds a NUL byte.");
+      }
+      strings.append(text).push_back('\0');
+    }
+  }
+  if (strings.size() > DESKD_INIT_MAX_SPEC_BYTES) {
+    return Error::make(ErrorCode::invalid_argument, "The command's arguments and environment exceed 4 MiB.");
+  }
+  deskd_init_header header{DESKD_INIT_MAGIC,
+                           mode,
+                           static_cast<std::uint32_t>(candidates.size()),
+                           static_cast<std::uint32_t>(arguments.size()),
+                           static_cast<std::uint32_t>(environment.size()),
+                           static_cast<std::uint32_t>(strings.size())};
+  UniqueFd spec(::memfd_create("deskd-init-spec", MFD_CLOEXEC));
+  if (!spec) return Error::from_errno(errno, "Creating the memfd for deskd-init's spec failed");
+  std::string bytes(reinterpret_cast<const char*>(&header), sizeof header);
+  bytes += strings;
+  std::string_view rest = bytes;
+  while (!rest.empty()) {
+    const ssize_t written = retry_on_eintr([&] { return ::write(spec.get(), rest.data(), rest.size()); });
+    if (written <= 0) return Error::from_errno(errno, "Writing deskd-init's spec failed");
+    rest.remove_prefix(static_cast<std::size_t>(written));
+  }
+  return spec;
+}
+
 Error launch_error(const ChildFailure& failure) {
   const std::string path = host_path(failure.path);
   if (failure.exit_status == kNotFoundStatus) {
@@ -108,23 +147,23 @@ int exit_status_for_launch_error(const Error& error) {
   return kSetupFailedStatus;
 }
 
-Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
-                                          const StandardStreams& streams) {
-  if (command.empty() || command.front().empty()) {
-    return Error::make(ErrorCode::invalid_argument, "No command was given to run in the sandbox.");
-  }
+namespace {
+
+Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
+                                const StandardStreams& streams) {
   const SeccompProgram* seccomp = &shared_seccomp_program();
+  DESKD_ASSIGN_OR_RETURN(const int init_image, init_image_descriptor());
   const auto mount_steps = plan_mounts(spec);
   const auto landlock = plan_landlock(spec, kernel_landlock_abi());
-  const auto candidates = executable_candidates(command.front(), spec.environment);
+  const auto candidates = command.empty() ? std::vector<std::string>{}
+                                          : executable_candidates(command.front(), spec.environment);
+  DESKD_ASSIGN_OR_RETURN(UniqueFd init_spec, write_init_spec(mode, candidates, command, spec.environment));
   DESKD_ASSIGN_OR_RETURN(std::optional<SandboxCgroup> cgroup, create_sandbox_cgroup(spec.limits));
   if (!cgroup && spec.limits.cpus) {
     return Error::make(ErrorCode::unsupported,
                        "The sandbox could not be set up: a CPU limit needs a delegated cgroup v2 subtree, "
                        "and this host has none (see deskd doctor).");
   }
-  std::vector<std::string> environment = spec.environment;
-  std::vector<std::string> arguments = command;
 
   ChildContext context;
   context.identity = plan_identity(::geteuid(), ::getegid(), spec.root_daemon_uid, spec.root_daemon_gid);
@@ -135,11 +174,8 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::ve
   context.limits = plan_limits(spec.limits, cgroup.has_value());
   context.hostname = spec.hostname.c_str();
   context.bring_up_loopback = spec.network == NetworkMode::none;
-  for (const auto& candidate : candidates) context.executable_candidates.push_back(candidate.c_str());
-  for (auto& argument : arguments) context.argv.push_back(argument.data());
-  context.argv.push_back(nullptr);
-  for (auto& variable : environment) context.envp.push_back(variable.data());
-  context.envp.push_back(nullptr);
+  context.init_image_fd = init_image;
+  context.init_spec_fd = init_spec.get();
   context.descriptors = {streams.input, streams.output, streams.error};
   for (int fd : streams.extra) {
     if (fd < 0) return Error::make(ErrorCode::invalid_argument, "An extra descriptor for the sandbox is invalid.");
@@ -161,6 +197,7 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::ve
     return Error::from_errno(errno, "The sandbox could not be set up: creating its namespaces (clone) failed");
   }
   if (pid == 0) run_sandbox_child(context);
+  init_spec.reset();
 
   const bool placed_in_cgroup = raw_pidfd >= 0;  // clone3 took CLONE_INTO_CGROUP
   const std::string cgroup_procs = cgroup ? cgroup->path() + "/cgroup.procs" : std::string();
@@ -206,6 +243,22 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::ve
     return Error::make(ErrorCode::internal, "The sandbox could not be set up: its child sent a truncated report.");
   }
   return launch_error(failure);
+}
+
+}  // namespace
+
+Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
+                                          const StandardStreams& streams) {
+  if (command.empty() || command.front().empty()) {
+    return Error::make(ErrorCode::invalid_argument, "No command was given to run in the sandbox.");
+  }
+  return launch(spec, DESKD_INIT_RUN, command, streams);
+}
+
+Result<SandboxedProcess> launch_file_opener(const SandboxSpec& spec, int socket_fd) {
+  UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!null_fd) return Error::from_errno(errno, "Opening /dev/null for the file opener failed");
+  return launch(spec, DESKD_INIT_FILES, {}, StandardStreams{socket_fd, null_fd.get(), null_fd.get()});
 }
 
 }  // namespace deskd::sandbox

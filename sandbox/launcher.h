@@ -36,6 +36,11 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec,
                                           const std::vector<std::string>& command,
                                           const StandardStreams& streams = {});
 
+/// Starts the desk's file opener: deskd-init in "files" mode in a new sandbox built from
+/// `spec`, answering requests on `socket_fd` (one end of a SOCK_SEQPACKET socketpair) with
+/// the desk's identity, mounts, landlock and seccomp. It ends when the other end closes.
+Result<SandboxedProcess> launch_file_opener(const SandboxSpec& spec, int socket_fd);
+
 /// The exit status `deskd sandbox` reports for a failed launch.
 int exit_status_for_launch_error(const Error& error);
 

@@ -73,7 +73,7 @@ constexpr const char* kAllowedSyscalls[] = {
     "sched_getaffinity", "sched_getattr", "sched_getparam", "sched_get_priority_max",
     "sched_get_priority_min", "sched_getscheduler", "sched_rr_get_interval",
     "sched_setaffinity", "sched_setattr", "sched_setparam", "sched_setscheduler",
-    "sched_yield", "seccomp", "select", "semctl", "semget", "semop", "semtimedop", "sendfile",
+    "sched_yield", "select", "semctl", "semget", "semop", "semtimedop", "sendfile",
     "sendmmsg", "sendmsg", "sendto", "setfsgid", "setfsuid", "setgid", "setgroups",
     "setitimer", "setpgid", "setpriority", "setregid", "setresgid", "setresuid", "setreuid",
     "setrlimit", "set_robust_list", "setsid", "setsockopt", "set_thread_area",
@@ -141,6 +141,25 @@ constexpr NamedValue kNamespaceCloneFlags[] = {
     {CLONE_NEWCGROUP, "CLONE_NEWCGROUP"}, {CLONE_NEWTIME, "CLONE_NEWTIME"},
 };
 
+// A seccomp listener lets a process answer another's system calls in its place: a desk could
+// then build a supervisor the filter never meant to allow. Sandbox2 refuses it too.
+constexpr NamedValue kRefusedSeccompFlags[] = {
+    {1U << 3, "SECCOMP_FILTER_FLAG_NEW_LISTENER"},
+};
+
+// A syscall allowed unless one argument holds any of some flags.
+struct FlagRule {
+  const char* syscall;
+  unsigned argument;
+  const char* argument_name;
+  std::span<const NamedValue> flags;
+};
+
+const FlagRule kFlagRules[] = {
+    {"clone", 0, "flags", kNamespaceCloneFlags},
+    {"seccomp", 1, "flags", kRefusedSeccompFlags},
+};
+
 // TIOCSTI pushes characters into a terminal's input (a command typed into the user's shell
 // when the sandbox shares a terminal); TIOCLINUX reads and writes the console.
 constexpr NamedValue kRefusedIoctls[] = {{TIOCSTI, "TIOCSTI"}, {TIOCLINUX, "TIOCLINUX"}};
@@ -157,7 +176,11 @@ constexpr NamedValue kAllowedPersonalities[] = {
 
 // vsock is not network-namespaced: inside a virtual machine it reaches the hypervisor host
 // even when the sandbox has no network. Docker refuses it too.
-constexpr NamedValue kRefusedSocketFamilies[] = {{AF_VSOCK, "AF_VSOCK"}};
+// AF_UNIX: a host socket whose file is in the desk's view (under /etc, say) could be
+// connected to whatever the mounts say, since a read-only mount does not stop connect(), and
+// landlock cannot yet restrict it; seccomp cannot read the address, so the family goes.
+// socketpair(2), which reaches nothing outside, stays allowed for pipes between processes.
+constexpr NamedValue kRefusedSocketFamilies[] = {{AF_UNIX, "AF_UNIX"}, {AF_VSOCK, "AF_VSOCK"}};
 
 // A syscall decided by one 32-bit argument: the listed values get one answer, all others the
 // other. The kernel reads these arguments as 32-bit ints (ioctl's request, personality,
@@ -253,20 +276,19 @@ Result<void> add_value_rule(const Context& context, const ValueRule& rule, int s
   return success();
 }
 
-Result<void> add_clone_rules(const Context& context) {
-  const std::optional<int> clone_number = resolve("clone");
-  if (!clone_number) return success();
-  std::uint32_t namespace_flags = 0;
-  for (const NamedValue& flag : kNamespaceCloneFlags) {
-    namespace_flags |= flag.value;
-    // arg0 of x86_64 clone is the flags word; the kernel reads only its low 32 bits.
-    const scmp_arg_cmp comparison = low_32_bits_equal(0, flag.value, flag.value);
-    DESKD_RETURN_IF_ERROR(add_rule(context, SCMP_ACT_ERRNO(EPERM), *clone_number, {&comparison, 1},
-                                   std::string("clone with ") + flag.name));
+Result<void> add_flag_rule(const Context& context, const FlagRule& rule) {
+  const std::optional<int> number = resolve(rule.syscall);
+  if (!number) return success();
+  std::uint32_t all_flags = 0;
+  for (const NamedValue& flag : rule.flags) {
+    all_flags |= flag.value;
+    // The kernel reads these flags words as 32 bits (for x86_64 clone, arg0 is the flags).
+    const scmp_arg_cmp comparison = low_32_bits_equal(rule.argument, flag.value, flag.value);
+    DESKD_RETURN_IF_ERROR(add_rule(context, SCMP_ACT_ERRNO(EPERM), *number, {&comparison, 1},
+                                   std::string(rule.syscall) + " with " + flag.name));
   }
-  const scmp_arg_cmp no_namespaces = low_32_bits_equal(0, namespace_flags, 0);
-  return add_rule(context, SCMP_ACT_ALLOW, *clone_number, {&no_namespaces, 1},
-                  "clone without namespace flags");
+  const scmp_arg_cmp none = low_32_bits_equal(rule.argument, all_flags, 0);
+  return add_rule(context, SCMP_ACT_ALLOW, *number, {&none, 1}, std::string(rule.syscall) + " without those flags");
 }
 
 Result<Context> compile_rules() {
@@ -307,7 +329,7 @@ Result<Context> compile_rules() {
       }
     }
   }
-  DESKD_RETURN_IF_ERROR(add_clone_rules(context));
+  for (const FlagRule& rule : kFlagRules) DESKD_RETURN_IF_ERROR(add_flag_rule(context, rule));
   for (const ValueRule& rule : kValueRules) {
     if (const std::optional<int> number = resolve(rule.syscall)) {
       DESKD_RETURN_IF_ERROR(add_value_rule(context, rule, *number));
@@ -447,10 +469,13 @@ std::string describe_seccomp_profile() {
   }
 
   text += "\nDecided by argument:\n";
-  std::vector<std::string> flag_names;
-  for (const NamedValue& flag : kNamespaceCloneFlags) flag_names.emplace_back(flag.name);
-  text += "  clone: allowed, but EPERM when the flags hold any of\n";
-  append_wrapped(text, flag_names, "    ");
+  for (const FlagRule& rule : kFlagRules) {
+    std::vector<std::string> flag_names;
+    for (const NamedValue& flag : rule.flags) flag_names.emplace_back(flag.name);
+    text += std::string("  ") + rule.syscall + ": allowed, but EPERM when the " + rule.argument_name +
+            " hold any of\n";
+    append_wrapped(text, flag_names, "    ");
+  }
   for (const ValueRule& rule : kValueRules) {
     std::vector<std::string> values;
     for (const NamedValue& value : rule.values) {

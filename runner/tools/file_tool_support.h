@@ -2,6 +2,7 @@
 // Small pieces the file tools share: how a requested path is shown in a sentence, and how
 // the errors of PathPolicy and SafeFile become results a model can act on.
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "policy/file_system_calls.h"
 #include "policy/path_resolution.h"
 #include "runner/tools/tool.h"
 
@@ -29,14 +31,16 @@ enum class Purpose { read_file, write_file, edit_file, list_folder };
 /// path as the model wrote it reads better and says what to do instead. Other errors (a
 /// link swapped in, permissions) keep SafeFile's sentence.
 inline Error opening_error(Error error, std::string_view requested, const std::filesystem::path& resolved,
-                           Purpose purpose) {
+                           Purpose purpose, const policy::FileSystemCalls& calls) {
   if (error.code == ErrorCode::not_found) {
     std::string sentence = shown(requested) + " does not exist.";
     if (purpose == Purpose::edit_file) sentence = shown(requested) + " does not exist; create it with write_file.";
     return Error::make(ErrorCode::not_found, sentence);
   }
   struct stat status {};
-  if (::lstat(resolved.c_str(), &status) != 0) return error;
+  // Asked the way the opening was made (inside the desk's sandbox), so that what is out of
+  // the desk's sight stays out of its messages too.
+  if (calls.stat(AT_FDCWD, resolved.c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0) return error;
   if (purpose != Purpose::list_folder && S_ISDIR(status.st_mode)) {
     std::string sentence = shown(requested) + " is a folder, not a file.";
     if (purpose == Purpose::read_file) sentence += " List it with list_directory.";

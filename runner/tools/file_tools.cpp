@@ -12,10 +12,13 @@
 namespace deskd::tools {
 
 FileToolContext::FileToolContext(policy::PathPolicy path_policy, std::shared_ptr<ProposalStore> proposal_store,
-                                 std::string desk)
+                                 std::string desk, std::shared_ptr<const policy::FileSystemCalls> system_calls)
     : policy(std::move(path_policy)),
       proposals(std::move(proposal_store)),
       desk_name(std::move(desk)),
+      calls(system_calls ? std::move(system_calls)
+                         : std::shared_ptr<const policy::FileSystemCalls>(&policy::own_file_system_calls(),
+                                                                           [](const policy::FileSystemCalls*) {})),
       worker(std::make_unique<boost::asio::thread_pool>(1)) {}
 
 // Stops the worker and waits for a job in progress; out of line so the header needs only a
@@ -51,9 +54,9 @@ ToolResult FileTool::run_guarded(const boost::json::object& input) const {
 }
 
 void add_file_tools(ToolRegistry& registry, policy::PathPolicy policy, std::shared_ptr<ProposalStore> proposals,
-                    std::string desk_name) {
-  const auto context =
-      std::make_shared<const FileToolContext>(std::move(policy), std::move(proposals), std::move(desk_name));
+                    std::string desk_name, std::shared_ptr<const policy::FileSystemCalls> calls) {
+  const auto context = std::make_shared<const FileToolContext>(std::move(policy), std::move(proposals),
+                                                               std::move(desk_name), std::move(calls));
   // add() refuses only a duplicate name; the registry then keeps the tool added first.
   registry.add(std::make_unique<ReadFileTool>(context));
   registry.add(std::make_unique<WriteFileTool>(context));

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "policy/file_system_calls.h"
 #include "policy/path_policy.h"
 #include "runner/tools/proposal_store.h"
 #include "runner/tools/tool.h"
@@ -25,7 +26,7 @@ class ToolRegistry;
 /// What the file tools of one desk share.
 struct FileToolContext {
   FileToolContext(policy::PathPolicy policy, std::shared_ptr<ProposalStore> proposals,
-                  std::string desk_name);
+                  std::string desk_name, std::shared_ptr<const policy::FileSystemCalls> calls = nullptr);
   ~FileToolContext();
   FileToolContext(const FileToolContext&) = delete;
   FileToolContext& operator=(const FileToolContext&) = delete;
@@ -33,6 +34,9 @@ struct FileToolContext {
   policy::PathPolicy policy;
   std::shared_ptr<ProposalStore> proposals;  ///< Null: propose_file_change refuses.
   std::string desk_name;
+  /// Who makes the path-based system calls: for a desk, its FileOpener inside its sandbox,
+  /// so the tools can open exactly what its bash can.
+  std::shared_ptr<const policy::FileSystemCalls> calls;
   /// One thread for blocking file work (large reads, fsync), so it never stalls the event
   /// loop that runs every desk.
   std::unique_ptr<boost::asio::thread_pool> worker;
@@ -130,8 +134,11 @@ class ProposeFileChangeTool final : public FileTool {
 };
 
 /// Adds the five file tools of one desk to `registry`. `proposals` holds the desk's
-/// proposals (null: propose_file_change refuses); `desk_name` is recorded in each.
+/// proposals (null: propose_file_change refuses); `desk_name` is recorded in each. `calls`
+/// makes their system calls: a desk's own FileOpener; null means deskd's own rights, which
+/// only tests of the tools' logic use.
 void add_file_tools(ToolRegistry& registry, policy::PathPolicy policy,
-                    std::shared_ptr<ProposalStore> proposals, std::string desk_name);
+                    std::shared_ptr<ProposalStore> proposals, std::string desk_name,
+                    std::shared_ptr<const policy::FileSystemCalls> calls = nullptr);
 
 }  // namespace deskd::tools

@@ -70,9 +70,9 @@ ToolResult ListDirectoryTool::run(const boost::json::object& input) const {
 
   auto resolved = context().policy.readable(requested);
   if (!resolved.ok()) return detail::failure(resolved.error());
-  auto folder = policy::SafeFile::open_directory(*resolved);
+  auto folder = policy::SafeFile::open_directory(*resolved, *context().calls);
   if (!folder.ok()) {
-    return detail::failure(detail::opening_error(folder.error(), requested, *resolved, detail::Purpose::list_folder));
+    return detail::failure(detail::opening_error(folder.error(), requested, *resolved, detail::Purpose::list_folder, *context().calls));
   }
   std::unique_ptr<DIR, DirectoryCloser> directory(::fdopendir(folder->get()));
   if (directory == nullptr) return detail::failure(Error::from_errno(errno, "Listing " + shown(requested) + " failed"));

@@ -78,7 +78,7 @@ ToolResult ProposeFileChangeTool::run(const boost::json::object& input) const {
     return ToolResult::failure("propose_file_change is not available: this desk has no proposals folder.");
   }
   // A proposal that changes nothing would only cost the user a decision.
-  auto current = policy::SafeFile::read(*resolved, content->size() + 1);
+  auto current = policy::SafeFile::read(*resolved, content->size() + 1, *context().calls);
   if (current.ok() && !current->truncated && current->bytes == *content) {
     return ToolResult::failure(shown(*requested) + " already holds exactly this content; there is nothing to propose.");
   }
@@ -86,7 +86,7 @@ ToolResult ProposeFileChangeTool::run(const boost::json::object& input) const {
   auto proposal = context().proposals->create(context().desk_name, *resolved, *reason, *content);
   if (!proposal.ok()) {
     return detail::failure(
-        detail::opening_error(proposal.error(), *requested, *resolved, detail::Purpose::write_file));
+        detail::opening_error(proposal.error(), *requested, *resolved, detail::Purpose::write_file, *context().calls));
   }
   const bool new_file = !current.ok() && current.error().code == ErrorCode::not_found;
   return ToolResult::success("Proposal " + proposal->id + " stored: " + (new_file ? "a new file " : "a change to ") +

@@ -219,8 +219,8 @@ ToolResult ReadFileTool::run(const boost::json::object& input) const {
 
   auto resolved = context().policy.readable(*requested);
   if (!resolved.ok()) return detail::failure(resolved.error());
-  auto file = policy::SafeFile::open_for_reading(*resolved);
-  if (!file.ok()) return detail::failure(detail::opening_error(file.error(), *requested, *resolved, detail::Purpose::read_file));
+  auto file = policy::SafeFile::open_for_reading(*resolved, *context().calls);
+  if (!file.ok()) return detail::failure(detail::opening_error(file.error(), *requested, *resolved, detail::Purpose::read_file, *context().calls));
 
   const std::uint64_t first_line = offset->value_or(1);
   WindowCollector window(first_line, limit->value_or(kDefaultWindowLines));

@@ -23,10 +23,14 @@ policy::WriteMode write_mode_for(const policy::PathPolicy& policy, const std::fi
              : policy::WriteMode::replace_atomically;
 }
 
-Result<void> write(const policy::PathPolicy& policy, std::string_view requested,
-                   const std::filesystem::path& resolved, std::string_view content) {
-  auto written = policy::SafeFile::write(resolved, content, write_mode_for(policy, resolved), policy.desk_directory());
-  if (!written.ok()) return detail::opening_error(written.error(), requested, resolved, detail::Purpose::write_file);
+Result<void> write(const FileToolContext& context, std::string_view requested, const std::filesystem::path& resolved,
+                   std::string_view content) {
+  const policy::PathPolicy& policy = context.policy;
+  auto written = policy::SafeFile::write(resolved, content, write_mode_for(policy, resolved), policy.desk_directory(),
+                                         *context.calls);
+  if (!written.ok()) {
+    return detail::opening_error(written.error(), requested, resolved, detail::Purpose::write_file, *context.calls);
+  }
   return success();
 }
 
@@ -62,7 +66,7 @@ ToolResult WriteFileTool::run(const boost::json::object& input) const {
 
   auto resolved = context().policy.writable(*requested);
   if (!resolved.ok()) return detail::failure(resolved.error());
-  auto written = write(context().policy, *requested, *resolved, *content);
+  auto written = write(context(), *requested, *resolved, *content);
   if (!written.ok()) return detail::failure(written.error());
   return ToolResult::success("Wrote " + detail::count_of(content->size(), "byte", "bytes") + " to " +
                              shown(*requested) + ".");
@@ -103,10 +107,10 @@ ToolResult EditFileTool::run(const boost::json::object& input) const {
 
   auto resolved = context().policy.writable(*requested);
   if (!resolved.ok()) return detail::failure(resolved.error());
-  auto current = policy::SafeFile::read(*resolved, kMaximumFileBytes);
+  auto current = policy::SafeFile::read(*resolved, kMaximumFileBytes, *context().calls);
   if (!current.ok()) {
     return detail::failure(
-        detail::opening_error(current.error(), *requested, *resolved, detail::Purpose::edit_file));
+        detail::opening_error(current.error(), *requested, *resolved, detail::Purpose::edit_file, *context().calls));
   }
   if (current->truncated) {
     return ToolResult::failure(shown(*requested) + " is larger than 16 MiB; edit it with bash instead.");
@@ -136,7 +140,7 @@ ToolResult EditFileTool::run(const boost::json::object& input) const {
   }
   edited.append(text, from, std::string::npos);
 
-  auto written = write(context().policy, *requested, *resolved, edited);
+  auto written = write(context(), *requested, *resolved, edited);
   if (!written.ok()) return detail::failure(written.error());
   return ToolResult::success("Replaced " + detail::count_of(replaced, "occurrence", "occurrences") +
                              " of old_text in " + shown(*requested) + ".");

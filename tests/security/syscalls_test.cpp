@@ -55,6 +55,12 @@ const SyscallCase kCases[] = {
     {"clone-newns", Outcome::refused},
     {"clone-newuser", Outcome::refused},
     {"clone3", Outcome::unknown},
+    // A desk may filter its own calls, but never answer another process's in its place.
+    {"seccomp-filter", Outcome::allowed},
+    {"seccomp-new-listener", Outcome::refused},
+    // Host Unix sockets: no socket(AF_UNIX), whatever file a mount shows; pairs stay.
+    {"socket-unix", Outcome::refused},
+    {"socketpair-unix", Outcome::allowed},
     // Other processes and the kernel's big attack surfaces.
     {"ptrace", Outcome::refused},
     {"process_vm_readv", Outcome::refused},

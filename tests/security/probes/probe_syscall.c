@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <linux/perf_event.h>
+#include <linux/filter.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -23,6 +25,7 @@
 #include <sys/personality.h>
 #include <sys/ptrace.h>
 #include <sys/quota.h>
+#include <sys/socket.h>
 #include <sys/swap.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -139,6 +142,32 @@ static long do_clone_plain(void) { return raw_clone(0); }
 static long do_clone_newns(void) { return raw_clone(CLONE_NEWNS); }
 static long do_clone_newuser(void) { return raw_clone(CLONE_NEWUSER); }
 
+// An allow-everything filter: installing it changes nothing, so the controls can succeed.
+static long install_allow_all(unsigned flags) {
+  struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  struct sock_fprog program = {1, &allow};
+  long result = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &program);
+  if (result > 0) close((int)result);  // a listener descriptor, had it been allowed
+  return result > 0 ? 0 : result;
+}
+static long do_seccomp_filter(void) { return install_allow_all(0); }
+static long do_seccomp_new_listener(void) { return install_allow_all(SECCOMP_FILTER_FLAG_NEW_LISTENER); }
+
+static long close_result(long fd) {
+  if (fd >= 0) close((int)fd);
+  return fd >= 0 ? 0 : fd;
+}
+static long do_socket_unix(void) { return close_result(socket(AF_UNIX, SOCK_STREAM, 0)); }
+static long do_socketpair_unix(void) {
+  int pair[2];
+  long result = socketpair(AF_UNIX, SOCK_STREAM, 0, pair);
+  if (result == 0) {
+    close(pair[0]);
+    close(pair[1]);
+  }
+  return result;
+}
+
 static long do_clone3(void) {
   struct clone_args args;
   memset(&args, 0, sizeof args);
@@ -232,6 +261,10 @@ static const struct probe kProbes[] = {
     {"clone-newns", do_clone_newns},
     {"clone-newuser", do_clone_newuser},
     {"clone3", do_clone3},
+    {"seccomp-filter", do_seccomp_filter},
+    {"seccomp-new-listener", do_seccomp_new_listener},
+    {"socket-unix", do_socket_unix},
+    {"socketpair-unix", do_socketpair_unix},
     {"x32-getpid", do_x32_getpid},
     {"int80-getpid", do_int80_getpid},
     {"tiocsti", do_tiocsti},

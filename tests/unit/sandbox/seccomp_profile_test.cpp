@@ -280,13 +280,18 @@ TEST(SeccompProgramTest, ArgumentRulesHoldForEveryValue) {
     ASSERT_EQ(evaluate(program, native_call(SYS_personality, value)),
               harmless_persona ? kAllow : kEperm)
         << std::hex << "personality 0x" << value;
-    ASSERT_EQ(evaluate(program, native_call(SYS_socket, value)), low == AF_VSOCK ? kEperm : kAllow)
+    ASSERT_EQ(evaluate(program, native_call(SYS_socket, value)),
+              low == AF_VSOCK || low == AF_UNIX ? kEperm : kAllow)
         << std::hex << "socket 0x" << value;
     const bool new_namespace =
         (low & (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
                 CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME)) != 0;
     ASSERT_EQ(evaluate(program, native_call(SYS_clone, value)), new_namespace ? kEperm : kAllow)
         << std::hex << "clone 0x" << value;
+    const bool new_listener = (low & SECCOMP_FILTER_FLAG_NEW_LISTENER) != 0;
+    ASSERT_EQ(evaluate(program, native_call(SYS_seccomp, SECCOMP_SET_MODE_FILTER, value)),
+              new_listener ? kEperm : kAllow)
+        << std::hex << "seccomp flags 0x" << value;
   }
 }
 
@@ -372,10 +377,15 @@ TEST(SeccompFilterTest, OnlyHarmlessPersonasAreAllowed) {
             "failed with EPERM");
 }
 
-TEST(SeccompFilterTest, VsockIsRefusedAndOtherSocketsWork) {
+TEST(SeccompFilterTest, VsockAndUnixAreRefusedAndOtherSocketsWork) {
   EXPECT_EQ(run_child([] { return errno_of(socket(AF_VSOCK, SOCK_STREAM, 0)); }),
             "failed with EPERM");
   EXPECT_EQ(run_child([] { return errno_of(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)); }),
+            "failed with EPERM");
+  EXPECT_EQ(run_child([] {
+              int pair[2];
+              return errno_of(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair));
+            }),
             "succeeded");
   EXPECT_EQ(run_child([] { return errno_of(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)); }),
             "succeeded");

@@ -1,0 +1,209 @@
+#include "sandbox/file_opener.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sandbox/init/init_protocol.h"
+#include "sandbox/launcher.h"
+
+namespace deskd::sandbox {
+namespace {
+
+bool copy_path(char (&destination)[DESKD_FILE_PATH_BYTES], const char* path) {
+  const std::size_t length = path == nullptr ? 0 : std::strlen(path);
+  if (length >= sizeof destination) return false;
+  std::memcpy(destination, path, length);
+  destination[length] = '\0';
+  return true;
+}
+
+bool send_request(int socket, const deskd_file_request& request, int directory) {
+  iovec part{const_cast<deskd_file_request*>(&request), sizeof request};
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (directory >= 0) {
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(header), &directory, sizeof(int));
+  }
+  const ssize_t sent = retry_on_eintr([&] { return ::sendmsg(socket, &message, MSG_NOSIGNAL); });
+  return sent == static_cast<ssize_t>(sizeof request);
+}
+
+// The reply and the descriptor with it; false when the helper is gone or answered nonsense.
+bool receive_reply(int socket, deskd_file_reply& reply, int& descriptor, std::chrono::milliseconds patience) {
+  descriptor = -1;
+  pollfd ready{socket, POLLIN, 0};
+  if (retry_on_eintr([&] { return ::poll(&ready, 1, static_cast<int>(patience.count())); }) <= 0) return false;
+  iovec part{&reply, sizeof reply};
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  const ssize_t got = retry_on_eintr([&] { return ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC); });
+  for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr; header = CMSG_NXTHDR(&message, header)) {
+    if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS &&
+        header->cmsg_len == CMSG_LEN(sizeof(int))) {
+      std::memcpy(&descriptor, CMSG_DATA(header), sizeof(int));
+    }
+  }
+  if (got != static_cast<ssize_t>(sizeof reply) || (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
+    if (descriptor >= 0) ::close(descriptor);
+    descriptor = -1;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+FileOpener::FileOpener(SandboxSpec spec, std::chrono::milliseconds patience)
+    : spec_(std::move(spec)), patience_(patience) {}
+
+FileOpener::~FileOpener() { close(); }
+
+void FileOpener::close() {
+  std::lock_guard lock(mutex_);
+  stop();
+}
+
+void FileOpener::stop() const {
+  socket_.reset();  // the helper reads EOF and ends
+  if (helper_) helper_->close();
+  helper_.reset();
+}
+
+bool FileOpener::ensure_started() const {
+  if (helper_ && socket_) return true;
+  stop();
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return false;
+  UniqueFd ours(pair[0]);
+  UniqueFd theirs(pair[1]);
+  auto launched = launch_file_opener(spec_, theirs.get());
+  if (!launched.ok()) {
+    errno = launched.error().error_number != 0 ? launched.error().error_number : EIO;
+    return false;
+  }
+  helper_.emplace(std::move(launched).value());
+  socket_ = std::move(ours);
+  return true;
+}
+
+int FileOpener::call(deskd_file_request& request, int directory, struct stat* status) const {
+  std::lock_guard lock(mutex_);
+  request.has_directory = directory >= 0 ? 1 : 0;
+  // A request that never reached a helper is safe to send again, to a new one.
+  for (int attempt = 0;; ++attempt) {
+    if (!ensure_started()) return -1;
+    if (send_request(socket_.get(), request, directory)) break;
+    stop();
+    if (attempt == 1) {
+      errno = EIO;
+      return -1;
+    }
+  }
+  deskd_file_reply reply{};
+  int descriptor = -1;
+  if (!receive_reply(socket_.get(), reply, descriptor, patience_)) {
+    stop();  // gone, or stuck in a call (a FUSE file, say): the next call starts afresh
+    errno = EIO;
+    return -1;
+  }
+  if (reply.result < 0) {
+    if (descriptor >= 0) ::close(descriptor);
+    errno = reply.error_number != 0 ? reply.error_number : EIO;
+    return -1;
+  }
+  if (status != nullptr) *status = reply.status;
+  if (request.operation == DESKD_FILE_OPEN) {
+    if (descriptor < 0) {
+      errno = EIO;
+      return -1;
+    }
+    return descriptor;
+  }
+  if (descriptor >= 0) ::close(descriptor);
+  return reply.result;
+}
+
+namespace {
+
+deskd_file_request make_request(deskd_file_operation operation) {
+  deskd_file_request request{};
+  request.operation = operation;
+  return request;
+}
+
+int directory_to_send(int directory) { return directory == AT_FDCWD ? -1 : directory; }
+
+}  // namespace
+
+// The request is large (two paths); one per thread, reused, keeps it off small stacks.
+thread_local deskd_file_request request_buffer;
+
+int FileOpener::open(int directory, const char* path, int flags, mode_t mode, std::uint64_t resolve) const {
+  request_buffer = make_request(DESKD_FILE_OPEN);
+  if (!copy_path(request_buffer.path, path)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  request_buffer.flags = flags;
+  request_buffer.mode = mode;
+  request_buffer.resolve = resolve;
+  return call(request_buffer, directory_to_send(directory), nullptr);
+}
+
+int FileOpener::make_directory(int directory, const char* path, mode_t mode) const {
+  request_buffer = make_request(DESKD_FILE_MKDIR);
+  if (!copy_path(request_buffer.path, path)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  request_buffer.mode = mode;
+  return call(request_buffer, directory_to_send(directory), nullptr);
+}
+
+int FileOpener::rename(int directory, const char* from, const char* to) const {
+  request_buffer = make_request(DESKD_FILE_RENAME);
+  if (!copy_path(request_buffer.path, from) || !copy_path(request_buffer.second_path, to)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  return call(request_buffer, directory_to_send(directory), nullptr);
+}
+
+int FileOpener::unlink(int directory, const char* path, int flags) const {
+  request_buffer = make_request(DESKD_FILE_UNLINK);
+  if (!copy_path(request_buffer.path, path)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  request_buffer.flags = flags;
+  return call(request_buffer, directory_to_send(directory), nullptr);
+}
+
+int FileOpener::stat(int directory, const char* path, struct stat* status, int flags) const {
+  request_buffer = make_request(DESKD_FILE_STAT);
+  if (!copy_path(request_buffer.path, path)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  request_buffer.flags = flags;
+  return call(request_buffer, directory_to_send(directory), status);
+}
+
+}  // namespace deskd::sandbox
