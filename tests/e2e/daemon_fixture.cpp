@@ -279,7 +279,7 @@ bool ControlConnection::closed_by_peer(std::chrono::milliseconds timeout) {
 
 // --- ServeDaemon ---
 
-ServeDaemon::ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings) {
+ServeDaemon::ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings, std::string tables) {
   std::string pattern = "/var/tmp/deskd-serve-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
     std::perror("mkdtemp");
@@ -294,7 +294,7 @@ ServeDaemon::ServeDaemon(std::initializer_list<DeskSetup> desks, std::string run
                        "state_folder = \"state\"\n"
                        "socket = \"state/deskd.sock\"\n"
                        "shutdown_grace_seconds = 1\n" +
-                       runner_settings + "\n";
+                       runner_settings + "\n" + tables + "\n";
   for (const auto& desk : desks) {
     const std::string directory = desk_directory(desk.name);
     fs::create_directory(directory);
@@ -303,10 +303,12 @@ ServeDaemon::ServeDaemon(std::initializer_list<DeskSetup> desks, std::string run
     write_file(directory + "/plan.md", "plan v1\n");
     write_file(directory + "/.env", "API_KEY=deskd-serve-secret\n");
     write_file(script_path(desk.name), desk.script);
+    std::string hidden = "\"desks/" + desk.name + "/.env\"";
+    for (const auto& path : desk.hidden_paths) hidden += ", \"" + path + "\"";
     config += "[[desk]]\n"
               "name = \"" + desk.name + "\"\n"
               "directory = \"desks/" + desk.name + "\"\n"
-              "hidden_paths = [\"desks/" + desk.name + "/.env\"]\n" +
+              "hidden_paths = [" + hidden + "]\n" +
               desk.settings + "\n"
               "[desk.model]\n" +
               (desk.model.empty() ? "script = \"" + desk.name + ".jsonl\"\n" : desk.model) + "\n" +

@@ -93,6 +93,7 @@ struct DeskSetup {
   std::string settings = {};  ///< TOML lines added to its [[desk]] table (before its subtables)
   std::string tables = {};    ///< TOML added after [desk.model], e.g. [[desk.schedule]] tables
   std::string model = {};     ///< the [desk.model] lines; empty: the script model on `script`
+  std::vector<std::string> hidden_paths = {};  ///< hidden beside its .env, relative to the config folder
 };
 
 /// A config in a temporary folder and `deskd serve` on it. The destructor stops deskd with
@@ -100,8 +101,10 @@ struct DeskSetup {
 class ServeDaemon {
  public:
   /// Writes the config: a [runner] with the state folder and socket in the temporary
-  /// folder, shutdown_grace_seconds = 1, plus `runner_settings` lines; then the desks.
-  explicit ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings = "");
+  /// folder, shutdown_grace_seconds = 1, plus `runner_settings` lines; then `tables` (TOML
+  /// tables such as [model]); then the desks.
+  explicit ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings = "",
+                       std::string tables = "");
   ~ServeDaemon();
   ServeDaemon(const ServeDaemon&) = delete;
   ServeDaemon& operator=(const ServeDaemon&) = delete;
