@@ -12,7 +12,10 @@ namespace {
 
 // Debian 12's kernel headers predate several landlock ABIs, so the pieces used here are
 // spelled out from the kernel's UAPI (include/uapi/linux/landlock.h).
+constexpr std::uint64_t kExecute = 1ULL << 0;
 constexpr std::uint64_t kWriteFile = 1ULL << 1;
+constexpr std::uint64_t kReadFile = 1ULL << 2;
+constexpr std::uint64_t kReadDir = 1ULL << 3;
 constexpr std::uint64_t kRemoveDir = 1ULL << 4;
 constexpr std::uint64_t kRemoveFile = 1ULL << 5;
 constexpr std::uint64_t kMakeChar = 1ULL << 6;
@@ -24,7 +27,8 @@ constexpr std::uint64_t kMakeBlock = 1ULL << 11;
 constexpr std::uint64_t kMakeSym = 1ULL << 12;
 constexpr std::uint64_t kRefer = 1ULL << 13;     // ABI 2
 constexpr std::uint64_t kTruncate = 1ULL << 14;  // ABI 3
-constexpr std::uint64_t kFileRights = kWriteFile | kTruncate;
+constexpr std::uint64_t kFileRights = kExecute | kWriteFile | kReadFile | kTruncate;  // what applies to a file
+constexpr std::uint64_t kReadRights = kExecute | kReadFile | kReadDir;
 constexpr std::uint64_t kScopeAbstractUnixSocket = 1ULL << 0;  // ABI 6
 constexpr std::uint64_t kScopeSignal = 1ULL << 1;              // ABI 6
 constexpr unsigned kCreateRulesetVersion = 1U << 0;
@@ -40,6 +44,19 @@ struct [[gnu::packed]] PathBeneathAttributes {
   std::uint64_t allowed_access;
   std::int32_t parent_fd;
 };
+
+// In the minimal view, reading and executing are limited to the same view the mounts give,
+// so that a mount ever undone would still show nothing more. Listing folders stays open
+// everywhere: `ls /` must work, and the view's root holds only mount points.
+void add_read_rules(const SandboxSpec& spec, LandlockPlan& plan) {
+  plan.handled_access |= kReadRights;
+  plan.rules.push_back({"/", kReadDir, false});
+  std::vector<std::string> readable(std::begin(kShownSystemFolders), std::end(kShownSystemFolders));
+  for (const auto& path : spec.read_only_paths) readable.push_back(path.native());
+  readable.push_back(spec.confinement.desk_directory().native());
+  for (const char* folder : {"/tmp", "/dev", "/proc", "/sys"}) readable.emplace_back(folder);
+  for (auto& path : readable) plan.rules.push_back({std::move(path), kReadRights, false});
+}
 
 }  // namespace
 
@@ -69,9 +86,10 @@ LandlockPlan plan_landlock(const SandboxSpec& spec, int abi) {
   plan.rules.push_back({"/tmp", folder_rights, false});
   plan.rules.push_back({"/dev/shm", folder_rights, false});
   for (const char* device : {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}) {
-    plan.rules.push_back({device, handled & kFileRights, true});
+    plan.rules.push_back({device, handled & (kWriteFile | kTruncate), true});
   }
-  plan.rules.push_back({"/dev/pts", handled & kFileRights, false});
+  plan.rules.push_back({"/dev/pts", handled & (kWriteFile | kTruncate), false});
+  if (spec.host_view == HostView::minimal) add_read_rules(spec, plan);
   return plan;
 }
 

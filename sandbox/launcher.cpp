@@ -153,7 +153,8 @@ Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, con
                                 const StandardStreams& streams) {
   const SeccompProgram* seccomp = &shared_seccomp_program();
   DESKD_ASSIGN_OR_RETURN(const int init_image, init_image_descriptor());
-  const auto mount_steps = plan_mounts(spec);
+  auto mount_steps = plan_mounts(spec);
+  DESKD_ASSIGN_OR_RETURN(const std::vector<UniqueFd> opened_trees, open_trees_for_binds(mount_steps));
   const auto landlock = plan_landlock(spec, kernel_landlock_abi());
   const auto candidates = command.empty() ? std::vector<std::string>{}
                                           : executable_candidates(command.front(), spec.environment);

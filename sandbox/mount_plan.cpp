@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "policy/path_resolution.h"
@@ -54,6 +55,7 @@ std::vector<std::filesystem::path> folders_below(const std::filesystem::path& to
   std::vector<std::filesystem::path> folders;
   std::filesystem::path current = top;
   for (const auto& part : path.lexically_relative(top)) {
+    if (part.empty() || part == ".") continue;
     current /= part;
     folders.push_back(current);
   }
@@ -97,6 +99,81 @@ bool is_kind(const std::filesystem::path& path, policy::WritablePlace::Kind kind
 
 }  // namespace
 
+namespace {
+
+constexpr unsigned long long kReadOnly = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+
+// True when `path` is `folder` or inside it, for any folder in `folders`.
+bool inside_any(const std::filesystem::path& path, const std::vector<std::filesystem::path>& folders) {
+  return std::any_of(folders.begin(), folders.end(),
+                     [&](const auto& folder) { return policy::is_same_or_inside(path, folder); });
+}
+
+// Creates what the new root lacks on the way to `path` (mkdir is EEXIST-tolerant, and inside
+// a read-only bind an existing folder answers EEXIST before the file system's EROFS), then
+// the mount point itself: a folder, or an empty file for a file.
+void plan_mount_point(const std::filesystem::path& path, bool is_folder, std::vector<MountStep>& steps) {
+  for (const auto& folder : folders_below("/", path.parent_path())) {
+    steps.push_back(step(Operation::make_directory, in_new_root(folder), "create " + folder.native() + " on the way"));
+  }
+  if (is_folder) {
+    steps.push_back(step(Operation::make_directory, in_new_root(path), "create the mount point " + path.native()));
+  } else {
+    MountStep file = step(Operation::create_file, in_new_root(path), "create the mount point " + path.native());
+    file.mode = 0;
+    steps.push_back(file);
+  }
+}
+
+// A host folder (or file) shown at its own path; under a root deskd the parent opens it
+// (deskd may reach folders the desk's uid cannot search, such as a 0700 parent).
+void plan_shown(const std::filesystem::path& path, bool recursive, unsigned long long set, const std::string& what,
+                std::vector<MountStep>& steps) {
+  MountStep shown = bind(in_old_root(path), in_new_root(path), recursive, "bind " + what);
+  shown.opened_by_daemon = true;
+  steps.push_back(shown);
+  steps.push_back(attributes(in_new_root(path), set, recursive,
+                             "make " + what + ((set & MOUNT_ATTR_RDONLY) != 0 ? " read-only" : " nosuid and nodev")));
+}
+
+bool is_folder_on_host(const std::filesystem::path& path) {
+  struct stat status {};
+  return ::stat(path.c_str(), &status) == 0 && S_ISDIR(status.st_mode);
+}
+
+// The minimal view: an empty tmpfs root holding the system folders, read-only, and the
+// paths the settings name; links such as /bin -> usr/bin are recreated as links.
+void plan_minimal_root(const SandboxSpec& spec, std::vector<MountStep>& steps) {
+  steps.push_back(tmpfs(kNewRoot, "mode=0755,size=1m", kQuiet, "mount the tmpfs of the new root"));
+  for (const char* folder : kShownSystemFolders) {
+    struct stat status {};
+    if (::lstat(folder, &status) != 0) continue;
+    if (S_ISLNK(status.st_mode)) {
+      char text[4096];
+      const ssize_t length = ::readlink(folder, text, sizeof text - 1);
+      if (length <= 0) continue;
+      MountStep link = step(Operation::create_symlink, in_new_root(folder), std::string("recreate the link ") + folder);
+      link.source.assign(text, static_cast<std::size_t>(length));
+      steps.push_back(link);
+      continue;
+    }
+    if (!S_ISDIR(status.st_mode)) continue;
+    steps.push_back(step(Operation::make_directory, in_new_root(folder), std::string("create ") + folder));
+    steps.push_back(bind(in_old_root(folder), in_new_root(folder), true, std::string("bind the host's ") + folder));
+    steps.push_back(attributes(in_new_root(folder), kReadOnly, true, std::string("make ") + folder + " read-only"));
+  }
+  for (const auto& path : spec.read_only_paths) {
+    const bool folder = is_folder_on_host(path);
+    plan_mount_point(path, folder, steps);
+    plan_shown(path, folder, kReadOnly, "the read-only path " + path.native(), steps);
+  }
+  for (const char* folder : {"/proc", "/sys", "/dev", "/tmp"}) {
+    steps.push_back(step(Operation::make_directory, in_new_root(folder), std::string("create ") + folder));
+  }
+}
+
+}  // namespace
+
 std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
   std::vector<MountStep> steps;
   steps.push_back(step(Operation::make_mounts_private, "/", "make every mount private"));
@@ -108,9 +185,13 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
   steps.push_back(empty);
   steps.push_back(step(Operation::pivot_onto_base, "/tmp", "pivot onto the base tmpfs"));
 
-  steps.push_back(bind(kOldRoot, kNewRoot, true, "bind the host's root"));
-  steps.push_back(attributes(kNewRoot, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true,
-                             "make the host's root read-only, nosuid and nodev"));
+  const bool minimal = spec.host_view == HostView::minimal;
+  if (minimal) {
+    plan_minimal_root(spec, steps);
+  } else {
+    steps.push_back(bind(kOldRoot, kNewRoot, true, "bind the host's root"));
+    steps.push_back(attributes(kNewRoot, kReadOnly, true, "make the host's root read-only, nosuid and nodev"));
+  }
   steps.push_back(step(Operation::mount_proc, in_new_root("/proc"), "mount a new /proc"));
   if (spec.network == NetworkMode::none) {
     // The host's /sys names its network interfaces and their addresses; a sysfs mounted in
@@ -126,28 +207,32 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
                           "cover " + folder.native() + " so the host's sockets are out of reach"));
   }
 
-  // A desk folder under /tmp would vanish beneath the new /tmp: bring it back, read-only.
+  // The desk folder, read-only, always bound on its own: after the sandbox's /tmp (a desk
+  // under /tmp stays visible), on folders created for it where the view has none, and opened
+  // by a root deskd itself, so a parent the desk's uid cannot search (0700) does not matter.
   const auto& desk = spec.confinement.desk_directory();
-  for (const char* covered : {"/tmp", "/dev/shm"}) {
-    if (!policy::is_strictly_inside(desk, covered)) continue;
-    for (const auto& folder : folders_below(covered, desk)) {
-      steps.push_back(step(Operation::make_directory, in_new_root(folder),
-                           "create " + folder.native() + " for the desk folder"));
-    }
-    steps.push_back(bind(in_old_root(desk), in_new_root(desk), true, "bind the desk folder"));
-    steps.push_back(attributes(in_new_root(desk), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                               true, "make the desk folder read-only"));
+  std::vector<std::filesystem::path> shown;
+  if (minimal) {
+    shown.assign(std::begin(kShownSystemFolders), std::end(kShownSystemFolders));
+    shown.insert(shown.end(), spec.read_only_paths.begin(), spec.read_only_paths.end());
   }
+  const bool covered = policy::is_strictly_inside(desk, "/tmp") || policy::is_strictly_inside(desk, "/dev/shm") ||
+                       inside_any(desk, spec.runtime_directories);
+  if ((minimal && !inside_any(desk, shown)) || covered) plan_mount_point(desk, true, steps);
+  plan_shown(desk, true, kReadOnly, "the desk folder", steps);
 
   for (const auto& place : spec.confinement.writable_places()) {
     if (!is_kind(place.path, place.kind)) continue;
-    steps.push_back(bind(in_old_root(place.path), in_new_root(place.path), false,
-                         "bind the writable place read-write"));
-    steps.push_back(attributes(in_new_root(place.path), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false,
-                               "make the writable place nosuid and nodev"));
+    plan_shown(place.path, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "the writable place " + place.path.native(),
+               steps);
   }
   for (const auto& hidden : spec.hidden_paths) {
     steps.push_back(step(Operation::mask, in_new_root(hidden), "mask the hidden path"));
+  }
+  if (minimal) {
+    // Nothing may be created at the top of the view: the tmpfs root goes read-only last.
+    steps.push_back(attributes(kNewRoot, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false,
+                               "make the new root read-only"));
   }
   steps.push_back(step(Operation::pivot_into_new_root, kNewRoot, "pivot into the new root"));
   steps.push_back(step(Operation::change_directory, spec.working_directory.native(),
@@ -208,6 +293,9 @@ int carry_out(const MountStep& s) {
       if (pivot_root(".", kOldRoot + 1) != 0) return -1;
       return ::chdir("/");
     case Operation::bind:
+      if (s.source_fd >= 0) {
+        return static_cast<int>(::syscall(SYS_move_mount, s.source_fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH));
+      }
       return ::mount(s.source.c_str(), target, nullptr, MS_BIND | (s.recursive ? MS_REC : 0), nullptr);
     case Operation::set_attributes:
       return set_mount_attributes(target, s.attributes_set, s.attributes_clear, s.recursive);
@@ -236,6 +324,25 @@ int carry_out(const MountStep& s) {
 }
 
 }  // namespace
+
+Result<std::vector<UniqueFd>> open_trees_for_binds(std::vector<MountStep>& steps) {
+  std::vector<UniqueFd> trees;
+  if (::geteuid() != 0) return trees;
+  const std::size_t prefix = std::string_view(kOldRoot).size();
+  for (MountStep& s : steps) {
+    if (s.operation != Operation::bind || !s.opened_by_daemon) continue;
+    const std::string host_path = s.source.substr(prefix);
+    const unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW | (s.recursive ? AT_RECURSIVE : 0);
+    UniqueFd tree(static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, host_path.c_str(), flags)));
+    if (!tree) {
+      return Error::from_errno(errno, "The sandbox could not be set up: opening " + host_path + " to " + s.description +
+                                          " (open_tree) failed");
+    }
+    s.source_fd = tree.get();
+    trees.push_back(std::move(tree));
+  }
+  return trees;
+}
 
 void run_mount_plan(const std::vector<MountStep>& steps, int failure_fd) {
   for (const MountStep& s : steps) {

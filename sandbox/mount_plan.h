@@ -4,15 +4,17 @@
 // and exec with raw system calls only.
 //
 // The child first moves onto a private tmpfs ("base") with the host at /oldroot, builds
-// the new root at /newroot from a recursive, read-only bind of the host, then pivots into
-// it and detaches everything else:
-//   host read-only (nosuid, nodev) -> /proc, /dev, /tmp, /dev/shm, runtime folders covered
-//   -> the desk folder re-bound if a covered folder held it -> writable places bound
-//   read-write -> hidden paths masked -> pivot_root.
+// the new root at /newroot, then pivots into it and detaches everything else:
+//   minimal view: a tmpfs root with the system folders and the read-only paths bound
+//   read-only (full view: the whole host read-only, runtime folders covered) -> /proc,
+//   /sys, /dev, /tmp, /dev/shm -> the desk folder bound read-only at its own path -> its
+//   writable places bound read-write -> hidden paths masked -> the root made read-only ->
+//   pivot_root.
 
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "sandbox/sandbox_spec.h"
 
 namespace deskd::sandbox {
@@ -44,6 +46,11 @@ struct MountStep {
   unsigned long long attributes_clear = 0;
   bool recursive = false;
   unsigned mode = 0;
+  /// bind: a host path that a root deskd opens itself before the clone (open_tree), since
+  /// the desk's uid may not be able to search its way there.
+  bool opened_by_daemon = false;
+  /// bind: the detached tree opened for it, attached with move_mount instead; -1: none.
+  int source_fd = -1;
   std::string description{};  ///< For the error message: what this step is for.
 };
 
@@ -55,6 +62,11 @@ inline constexpr const char* kEmptyFile = "/empty-mask-file";
 /// Computes the steps for `spec`. Pure: reads the host only to see which writable
 /// places exist.
 std::vector<MountStep> plan_mounts(const SandboxSpec& spec);
+
+/// Parent, under a root deskd: opens the host path of every `opened_by_daemon` bind as a
+/// detached tree (no link followed at the end) and records its descriptor in the step. The
+/// descriptors live as long as the returned vector. Without root, binds stay path-based.
+Result<std::vector<UniqueFd>> open_trees_for_binds(std::vector<MountStep>& steps);
 
 /// Carries out `steps` in the child. Async-signal-safe. On failure, reports the step to
 /// `failure_fd` and exits 125.

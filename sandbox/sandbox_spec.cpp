@@ -74,6 +74,36 @@ SandboxSpecBuilder::SandboxSpecBuilder(policy::Confinement confinement)
             .hidden_paths = confinement.hidden_paths(),
             .working_directory = confinement.desk_directory()} {}
 
+SandboxSpecBuilder& SandboxSpecBuilder::apply(const SandboxSettings& settings) {
+  network(settings.network);
+  host_view(settings.host_view);
+  if (settings.memory_bytes) memory_limit(*settings.memory_bytes);
+  if (settings.processes) process_limit(*settings.processes);
+  if (settings.file_size_bytes) file_size_limit(*settings.file_size_bytes);
+  if (settings.open_files) open_files_limit(*settings.open_files);
+  if (settings.cpus) cpu_limit(*settings.cpus);
+  for (const auto& path : settings.hidden_paths) hide(path);
+  for (const auto& path : settings.read_only_paths) show_read_only(path);
+  for (const auto& name : settings.environment_variables) allow_environment_variable(name);
+  if (settings.hostname) hostname(*settings.hostname);
+  if (settings.uid || settings.gid) run_as(settings.uid.value_or(kDefaultDeskUid), settings.gid.value_or(kDefaultDeskUid));
+  return *this;
+}
+
+Result<SandboxSpec> build_sandbox_spec(const policy::Confinement& confinement, const SandboxSettings& settings) {
+  return SandboxSpecBuilder(confinement).apply(settings).build();
+}
+
+SandboxSpecBuilder& SandboxSpecBuilder::host_view(HostView view) {
+  spec_.host_view = view;
+  return *this;
+}
+
+SandboxSpecBuilder& SandboxSpecBuilder::show_read_only(const std::filesystem::path& path) {
+  read_only_paths_.push_back(path);
+  return *this;
+}
+
 SandboxSpecBuilder& SandboxSpecBuilder::network(NetworkMode mode) {
   spec_.network = mode;
   return *this;
@@ -132,6 +162,8 @@ SandboxSpecBuilder& SandboxSpecBuilder::hostname(std::string name) {
 
 SandboxSpecBuilder& SandboxSpecBuilder::run_as(uid_t uid, gid_t gid) {
   if (uid == 0 || gid == 0) problems_.push_back("the sandbox may not run as uid or gid 0");
+  // 65534 is nobody: other host services share it, and could then rewrite the desk's memory.
+  if (uid == 65534 || gid == 65534) problems_.push_back("the sandbox may not run as nobody (65534), which other services share");
   spec_.root_daemon_uid = uid;
   spec_.root_daemon_gid = gid;
   return *this;
@@ -158,7 +190,23 @@ Result<SandboxSpec> SandboxSpecBuilder::build() const {
       spec.hidden_paths.push_back(std::move(resolved).value());
     }
   }
-  spec.runtime_directories = runtime_directories();
+  for (const auto& shown : read_only_paths_) {
+    auto resolved = policy::resolve_path(shown.native(), desk);
+    struct stat status {};
+    if (!resolved.ok() || ::stat(resolved->c_str(), &status) != 0) {
+      problems.push_back("the read-only path " + policy::printable_path(shown.native()) + " does not exist");
+      continue;
+    }
+    if (*resolved == "/") {
+      problems.push_back("the read-only path " + policy::printable_path(shown.native()) +
+                         " is the host's root; use host_view = \"full\" for the whole host");
+      continue;
+    }
+    if (std::find(spec.read_only_paths.begin(), spec.read_only_paths.end(), *resolved) == spec.read_only_paths.end()) {
+      spec.read_only_paths.push_back(std::move(resolved).value());
+    }
+  }
+  if (spec.host_view == HostView::full) spec.runtime_directories = runtime_directories();
   for (const auto& folder : spec.runtime_directories) {
     if (policy::is_same_or_inside(desk, folder)) {
       problems.push_back("the desk folder " + desk.native() + " lies inside " + folder.native() +

@@ -13,6 +13,7 @@
 
 #include "base/result.h"
 #include "policy/confinement.h"
+#include "sandbox/host_view.h"
 
 namespace deskd::sandbox {
 
@@ -29,6 +30,38 @@ struct ResourceLimits {
   std::uint64_t tmp_size_bytes = std::uint64_t{512} << 20;  ///< size of /tmp and /dev/shm
 };
 
+/// Host ids a root deskd's desks run as when nothing else is said: the start of the range
+/// systemd's UIDS-GIDS.md leaves unused (1879048192…2147483647), far from users, system
+/// users, DynamicUser ids and container ranges. Never 65534, which other services share.
+inline constexpr uid_t kDefaultDeskUid = 1879048192;
+
+/// The system folders the minimal host view shows, read-only, where the host has them.
+inline constexpr const char* kShownSystemFolders[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32",
+                                                      "/lib64", "/libx32", "/etc", "/opt"};
+
+/// A desk's sandbox settings as the config's [sandbox] table and the command line state
+/// them: one value from the config (or the options) to the SandboxSpec, so nothing is lost
+/// on the way. Unset means the default.
+struct SandboxSettings {
+  NetworkMode network = NetworkMode::none;
+  HostView host_view = HostView::minimal;
+  std::optional<std::uint64_t> memory_bytes;
+  std::optional<std::uint64_t> processes;
+  std::optional<std::uint64_t> file_size_bytes;
+  std::optional<std::uint64_t> open_files;
+  std::optional<double> cpus;
+  /// Hidden besides the confinement's own (relative ones start at the desk folder).
+  std::vector<std::filesystem::path> hidden_paths{};
+  /// Host files and folders shown read-only in the minimal view, at the same paths.
+  std::vector<std::filesystem::path> read_only_paths{};
+  /// Names copied from deskd's environment.
+  std::vector<std::string> environment_variables{};
+  std::optional<std::string> hostname;
+  /// Host ids of the desk's processes under a root deskd (default kDefaultDeskUid).
+  std::optional<uid_t> uid;
+  std::optional<gid_t> gid;
+};
+
 /// The complete, validated description of a sandbox.
 struct SandboxSpec {
   policy::Confinement confinement;
@@ -37,13 +70,16 @@ struct SandboxSpec {
   /// Folders covered by an empty tmpfs so that no host Unix socket in them is reachable.
   std::vector<std::filesystem::path> runtime_directories{};
   NetworkMode network = NetworkMode::none;
+  HostView host_view = HostView::minimal;
+  /// Shown read-only in the minimal view, resolved, at the same paths as on the host.
+  std::vector<std::filesystem::path> read_only_paths{};
   ResourceLimits limits{};
   /// The complete environment of the sandboxed command, as NAME=value.
   std::vector<std::string> environment{};
   std::string hostname = "deskd";
   /// Host ids the sandbox's processes run as when deskd runs as root.
-  uid_t root_daemon_uid = 65534;
-  gid_t root_daemon_gid = 65534;
+  uid_t root_daemon_uid = kDefaultDeskUid;
+  gid_t root_daemon_gid = kDefaultDeskUid;
   /// Where the command starts: the desk folder.
   std::filesystem::path working_directory{};
 };
@@ -53,7 +89,12 @@ class SandboxSpecBuilder {
  public:
   explicit SandboxSpecBuilder(policy::Confinement confinement);
 
+  /// Every setting given in `settings`; the rest keep their defaults.
+  SandboxSpecBuilder& apply(const SandboxSettings& settings);
   SandboxSpecBuilder& network(NetworkMode mode);
+  SandboxSpecBuilder& host_view(HostView view);
+  /// Shows one more host path read-only (minimal view); it must exist.
+  SandboxSpecBuilder& show_read_only(const std::filesystem::path& path);
   SandboxSpecBuilder& memory_limit(std::uint64_t bytes);
   SandboxSpecBuilder& process_limit(std::uint64_t processes);
   SandboxSpecBuilder& cpu_limit(double cpus);
@@ -73,9 +114,13 @@ class SandboxSpecBuilder {
  private:
   SandboxSpec spec_;
   std::vector<std::filesystem::path> extra_hidden_paths_;
+  std::vector<std::filesystem::path> read_only_paths_;
   std::vector<std::string> allowed_variables_;
   std::vector<std::string> problems_;
 };
+
+/// The spec of a desk: its confinement with `settings`. Refuses what the builder refuses.
+Result<SandboxSpec> build_sandbox_spec(const policy::Confinement& confinement, const SandboxSettings& settings);
 
 /// The environment every sandbox starts with (before the allowlist): PATH, HOME (the desk
 /// folder), LANG, TERM=dumb and TZ (India time).

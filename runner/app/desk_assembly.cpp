@@ -1,6 +1,7 @@
 #include "runner/app/desk_assembly.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "runner/app/sandbox_options.h"
 #include "runner/model/model_turn_runner.h"
 #include "runner/tools/desk_tools.h"
+#include "sandbox/file_opener.h"
 #include "sandbox/launcher.h"
 
 namespace deskd::app {
@@ -34,6 +36,12 @@ Result<void> try_sandbox(const sandbox::SandboxSpec& spec) {
   }
   if (*status != 0) {
     return Error::make(ErrorCode::system, "`true` exited with status " + std::to_string(*status) + " in the sandbox.");
+  }
+  // The file tools' opener is a sandbox too; one that cannot start would fail every read.
+  sandbox::FileOpener opener(spec);
+  struct stat folder {};
+  if (opener.stat(AT_FDCWD, spec.confinement.desk_directory().c_str(), &folder, 0) != 0) {
+    return Error::from_errno(errno, "the file tools' opener could not look at the desk folder in the sandbox");
   }
   return success();
 }
@@ -68,22 +76,19 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   std::filesystem::create_directories(state, error);
   if (error) return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
 
-  SandboxOptions sandbox_options;
-  sandbox_options.desk_directory = desk_config.directory;
-  sandbox_options.hidden_paths = desk_config.hidden_paths;
-  sandbox_options.environment_variables = desk_config.sandbox.environment_variables;
-  sandbox_options.network = desk_config.sandbox.network;
-  sandbox_options.memory_bytes = desk_config.sandbox.memory_bytes;
-  sandbox_options.processes = desk_config.sandbox.processes;
-  sandbox_options.file_size_bytes = desk_config.sandbox.file_size_bytes;
-  sandbox_options.open_files = desk_config.sandbox.open_files;
-  auto spec = build_sandbox_spec(sandbox_options);
+  sandbox::SandboxSettings sandbox_settings;
+  sandbox_settings.environment_variables = desk_config.sandbox.environment_variables;
+  sandbox_settings.network = desk_config.sandbox.network;
+  sandbox_settings.memory_bytes = desk_config.sandbox.memory_bytes;
+  sandbox_settings.processes = desk_config.sandbox.processes;
+  sandbox_settings.file_size_bytes = desk_config.sandbox.file_size_bytes;
+  sandbox_settings.open_files = desk_config.sandbox.open_files;
+  auto spec = build_desk_sandbox_spec(desk_config.directory, desk_config.hidden_paths, sandbox_settings);
   if (!spec.ok()) return step_failed("building the sandbox", spec.error());
   if (auto tried = try_sandbox(*spec); !tried.ok()) return step_failed("starting the sandbox", tried.error());
 
-  auto path_policy = policy::PathPolicy::create(desk_config.directory, desk_config.hidden_paths);
-  if (!path_policy.ok()) return step_failed("building the path policy", path_policy.error());
-  desk->path_policy.emplace(std::move(path_policy).value());
+  // The one confinement of the desk: the sandbox's, also behind the accepting of proposals.
+  desk->path_policy.emplace(spec->confinement);
 
   // The clock outlives every desk (the daemon owns both); the store only needs to read it.
   auto proposals = tools::ProposalStore::open(state / "proposals", std::shared_ptr<const Clock>(&clock, [](const Clock*) {}));

@@ -13,7 +13,11 @@ const char* const kSandboxOptionsHelp =
     "  --pids N            process limit (default 1024)\n"
     "  --file-size SIZE    largest file the sandbox may write (default 4G)\n"
     "  --open-files N      open file limit (default 1024)\n"
-    "  --uid N --gid N     host ids of the sandbox when deskd runs as root (default 65534)\n"
+    "  --read-only PATH    show a host file or folder read-only at its own path (repeatable)\n"
+    "  --host-view minimal|full  the system folders, the desk and what --read-only names\n"
+    "                      (default), or the whole host read-only\n"
+    "  --uid N --gid N     host ids of the sandbox when deskd runs as root (default 1879048192;\n"
+    "                      never 0 or 65534)\n"
     "  --hostname NAME     hostname inside (default deskd)\n"
     "  --env NAME          copy the variable NAME from deskd's environment (repeatable)\n";
 
@@ -23,7 +27,7 @@ Error usage(std::string message) { return Error::make(ErrorCode::invalid_argumen
 
 bool is_sandbox_option(std::string_view argument) {
   for (const char* option : {"--desk", "--hide", "--env", "--hostname", "--net", "--memory", "--file-size",
-                             "--pids", "--open-files", "--uid", "--gid"}) {
+                             "--pids", "--open-files", "--uid", "--gid", "--read-only", "--host-view"}) {
     if (argument == option) return true;
   }
   return false;
@@ -39,47 +43,54 @@ Result<bool> take_sandbox_option(std::span<const std::string_view> arguments, st
   const std::string_view value = arguments[++index];
   const std::string shown(value);
 
+  sandbox::SandboxSettings& settings = options.settings;
   if (argument == "--desk") options.desk_directory = std::filesystem::path(shown);
   else if (argument == "--hide") options.hidden_paths.emplace_back(std::filesystem::absolute(shown));
-  else if (argument == "--env") options.environment_variables.push_back(shown);
-  else if (argument == "--hostname") options.hostname = shown;
+  else if (argument == "--read-only") settings.read_only_paths.emplace_back(std::filesystem::absolute(shown));
+  else if (argument == "--env") settings.environment_variables.push_back(shown);
+  else if (argument == "--hostname") settings.hostname = shown;
   else if (argument == "--net") {
-    if (value == "none") options.network = sandbox::NetworkMode::none;
-    else if (value == "host") options.network = sandbox::NetworkMode::host;
+    if (value == "none") settings.network = sandbox::NetworkMode::none;
+    else if (value == "host") settings.network = sandbox::NetworkMode::host;
     else return usage("--net must be none or host, not '" + shown + "'.");
+  } else if (argument == "--host-view") {
+    if (value == "minimal") settings.host_view = sandbox::HostView::minimal;
+    else if (value == "full") settings.host_view = sandbox::HostView::full;
+    else return usage("--host-view must be minimal or full, not '" + shown + "'.");
   } else if (argument == "--memory" || argument == "--file-size") {
-    auto& into = argument == "--memory" ? options.memory_bytes : options.file_size_bytes;
+    auto& into = argument == "--memory" ? settings.memory_bytes : settings.file_size_bytes;
     into = parse_byte_size(value);
     if (!into) return usage(std::string(argument) + " needs a size such as 512M, not '" + shown + "'.");
+  } else if (argument == "--uid" || argument == "--gid") {
+    const auto id = parse_count(value);
+    if (!id || *id > 4294967294U) return usage(std::string(argument) + " needs a host id, not '" + shown + "'.");
+    if (argument == "--uid") settings.uid = static_cast<uid_t>(*id);
+    else settings.gid = static_cast<gid_t>(*id);
   } else {
-    auto& into = argument == "--pids"         ? options.processes
-                 : argument == "--open-files" ? options.open_files
-                 : argument == "--uid"        ? options.uid
-                                              : options.gid;
+    auto& into = argument == "--pids" ? settings.processes : settings.open_files;
     into = parse_count(value);
     if (!into) return usage(std::string(argument) + " needs a number, not '" + shown + "'.");
   }
   return true;
 }
 
-Result<sandbox::SandboxSpec> build_sandbox_spec(const SandboxOptions& options) {
-  std::error_code error;
-  const auto desk = options.desk_directory.value_or(std::filesystem::current_path(error));
-  DESKD_ASSIGN_OR_RETURN(auto confinement, policy::Confinement::create(desk, options.hidden_paths));
-  sandbox::SandboxSpecBuilder builder(confinement);
-  if (options.network) builder.network(*options.network);
-  if (options.memory_bytes) builder.memory_limit(*options.memory_bytes);
-  if (options.processes) builder.process_limit(*options.processes);
-  if (options.file_size_bytes) builder.file_size_limit(*options.file_size_bytes);
-  if (options.open_files) builder.open_files_limit(*options.open_files);
-  if (options.uid || options.gid) {
-    builder.run_as(static_cast<uid_t>(options.uid.value_or(65534)), static_cast<gid_t>(options.gid.value_or(65534)));
-  }
-  if (options.hostname) builder.hostname(*options.hostname);
-  for (const auto& name : options.environment_variables) builder.allow_environment_variable(name);
-  DESKD_ASSIGN_OR_RETURN(auto spec, builder.build());
-  if (options.desk_directory) DESKD_RETURN_IF_ERROR(sandbox::prepare_desk_for_sandbox(spec));
+Result<sandbox::SandboxSpec> build_desk_sandbox_spec(const std::filesystem::path& desk_directory,
+                                                     std::span<const std::filesystem::path> hidden_paths,
+                                                     const sandbox::SandboxSettings& settings) {
+  DESKD_ASSIGN_OR_RETURN(auto confinement, policy::Confinement::create(desk_directory, hidden_paths));
+  DESKD_ASSIGN_OR_RETURN(auto spec, sandbox::build_sandbox_spec(confinement, settings));
+  DESKD_RETURN_IF_ERROR(sandbox::prepare_desk_for_sandbox(spec));
   return spec;
+}
+
+Result<sandbox::SandboxSpec> build_sandbox_spec(const SandboxOptions& options) {
+  if (options.desk_directory) {
+    return build_desk_sandbox_spec(*options.desk_directory, options.hidden_paths, options.settings);
+  }
+  std::error_code error;
+  const auto here = std::filesystem::current_path(error);
+  DESKD_ASSIGN_OR_RETURN(auto confinement, policy::Confinement::create(here, options.hidden_paths));
+  return sandbox::build_sandbox_spec(confinement, options.settings);
 }
 
 }  // namespace deskd::app

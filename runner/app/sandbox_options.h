@@ -21,15 +21,7 @@ namespace deskd::app {
 struct SandboxOptions {
   std::optional<std::filesystem::path> desk_directory;
   std::vector<std::filesystem::path> hidden_paths;  ///< Absolute (relative ones start at the current folder).
-  std::vector<std::string> environment_variables;   ///< Names copied from deskd's environment.
-  std::optional<sandbox::NetworkMode> network;
-  std::optional<std::uint64_t> memory_bytes;
-  std::optional<std::uint64_t> processes;
-  std::optional<std::uint64_t> file_size_bytes;
-  std::optional<std::uint64_t> open_files;
-  std::optional<std::uint64_t> uid;
-  std::optional<std::uint64_t> gid;
-  std::optional<std::string> hostname;
+  sandbox::SandboxSettings settings;                ///< Everything else, as the config states it too.
 };
 
 /// The usage lines of every option but --desk, whose wording differs between commands.
@@ -41,10 +33,16 @@ extern const char* const kSandboxOptionsHelp;
 Result<bool> take_sandbox_option(std::span<const std::string_view> arguments, std::size_t& index,
                                  SandboxOptions& options);
 
-/// The spec for these options: the confinement of the desk folder (the current folder when
-/// none was given) with the hidden paths, then the settings. When a desk folder was given,
-/// its missing writable places are created and, under a root deskd, handed to the
-/// sandbox's uid. Refuses what the confinement, the builder or the preparation refuse.
+/// The one way a desk's sandbox is made, for `deskd serve` and for the commands alike: the
+/// confinement of `desk_directory` with `hidden_paths`, then `settings`; the desk's missing
+/// writable places are created and, under a root deskd, given to the desk's uid. Refuses
+/// what the confinement, the builder or the preparation refuse.
+Result<sandbox::SandboxSpec> build_desk_sandbox_spec(const std::filesystem::path& desk_directory,
+                                                     std::span<const std::filesystem::path> hidden_paths,
+                                                     const sandbox::SandboxSettings& settings);
+
+/// The spec for these options: build_desk_sandbox_spec() for the desk folder given, or a
+/// sandbox of the current folder (nothing prepared there) when none was given.
 Result<sandbox::SandboxSpec> build_sandbox_spec(const SandboxOptions& options);
 
 }  // namespace deskd::app

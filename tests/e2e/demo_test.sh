@@ -16,7 +16,7 @@ expect() {
 }
 expect "deskd.toml: ok, 2 desk(s)"
 expect "../secrets/broker.env holds secrets and cannot be read."
-expect "cat: ../secrets/broker.env: Permission denied"
+expect "cat: ../secrets/broker.env: No such file or directory"
 expect "Started background job"
 expect '{"NIFTY 24200 CE": 112.5, "NIFTY 24100 PE": 98.0}'
 expect "Desk nifty: running a turn"

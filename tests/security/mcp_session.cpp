@@ -31,7 +31,6 @@ std::vector<ToolAnswer> call_tools(Daemon daemon, const TestDesk& desk, const st
 
   std::vector<std::string> arguments = {"mcp"};
   for (const auto& each : desk.sandbox_arguments()) arguments.push_back(each);
-  for (const auto& each : probe_view_arguments()) arguments.push_back(each);
   arguments.insert(arguments.end(), extra_arguments.begin(), extra_arguments.end());
   LaunchOptions options;
   options.standard_input = input;

@@ -29,21 +29,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// Whether every folder on the way to `path` can be searched, and the file executed, by any
-// uid: the unprivileged daemon and the sandbox's 65534 are "other" to the build tree.
-bool world_executable(const fs::path& path) {
-  fs::path walked = "/";
-  for (const auto& part : path.relative_path()) {
-    walked /= part;
-    struct stat status {};
-    if (::stat(walked.c_str(), &status) != 0 || (status.st_mode & S_IXOTH) == 0) return false;
-  }
-  return true;
-}
-
-// A per-process copy of the binaries in a world-readable folder, used only when the build
-// tree is not reachable for other uids or not visible inside the sandbox. Under /var/tmp, not /tmp: the sandbox mounts a
-// fresh tmpfs on /tmp, so nothing under the host's /tmp is visible inside.
+// A per-process copy of the binaries in a world-readable folder under /var/tmp, which every
+// sandbox of the suite is shown read-only (--read-only): the minimal host view shows no
+// build tree, and other uids may not reach it anyway.
 class BinaryCopies {
  public:
   static BinaryCopies& instance() {
@@ -53,22 +41,22 @@ class BinaryCopies {
   std::string locate(const fs::path& original) {
     // A build tree under /tmp (a CI clone, say) is out of the sandbox's sight: its /tmp is
     // a fresh tmpfs. Such binaries are copied too.
-    const std::string& text = original.native();
-    const bool under_covered_folder = text.rfind("/tmp/", 0) == 0 || text.rfind("/dev/shm/", 0) == 0;
-    if (world_executable(original) && !under_covered_folder) return original;
     if (const auto known = copies_.find(original); known != copies_.end()) return known->second;
-    if (folder_.empty()) {
-      std::string pattern = "/var/tmp/deskd-security-bin-XXXXXX";
-      if (::mkdtemp(pattern.data()) == nullptr) return original;
-      folder_ = pattern;
-      ::chmod(folder_.c_str(), 0755);
-    }
-    fs::path copy = fs::path(folder_) / original.filename();
+    fs::path copy = fs::path(folder()) / original.filename();
     std::error_code error;
     fs::copy_file(original, copy, fs::copy_options::overwrite_existing, error);
     ::chmod(copy.c_str(), 0755);
     copies_[original] = copy;
     return copy;
+  }
+  const std::string& folder() {
+    if (folder_.empty()) {
+      std::string pattern = "/var/tmp/deskd-security-bin-XXXXXX";
+      if (::mkdtemp(pattern.data()) == nullptr) std::abort();
+      folder_ = pattern;
+      ::chmod(folder_.c_str(), 0755);
+    }
+    return folder_;
   }
   ~BinaryCopies() {
     std::error_code error;
@@ -92,6 +80,12 @@ std::vector<std::string> daemon_environment(Daemon daemon, const LaunchOptions& 
   environment.insert(environment.end(), options.environment.begin(), options.environment.end());
   return environment;
 }
+
+}  // namespace
+
+const std::string& probe_folder() { return BinaryCopies::instance().folder(); }
+
+namespace {
 
 std::vector<char*> pointers(std::vector<std::string>& strings) {
   std::vector<char*> result;
@@ -180,18 +174,6 @@ const std::string& deskd_binary() {
 
 std::string probe(std::string_view name) {
   return BinaryCopies::instance().locate(fs::path(DESKD_PROBE_DIRECTORY) / name);
-}
-
-std::string probe_folder() { return fs::path(probe("probe_open")).parent_path(); }
-
-std::vector<std::string> probe_view_arguments() {
-  static const bool read_only = [] {
-    const char* setting = std::getenv("DESKD_SECURITY_PROBES_READ_ONLY");
-    if (setting == nullptr || *setting == '\0') return kProbeFolderReadOnlyByDefault;
-    return std::string_view(setting) != "0";
-  }();
-  if (!read_only) return {};
-  return {"--read-only", probe_folder()};
 }
 
 std::string SandboxRun::describe() const {
@@ -285,7 +267,6 @@ SandboxRun run_in_sandbox(Daemon daemon, const TestDesk& desk,
                           const LaunchOptions& options) {
   std::vector<std::string> arguments = {"sandbox"};
   for (const auto& each : desk.sandbox_arguments()) arguments.push_back(each);
-  for (const auto& each : probe_view_arguments()) arguments.push_back(each);
   arguments.insert(arguments.end(), extra_arguments.begin(), extra_arguments.end());
   arguments.push_back("--");
   arguments.insert(arguments.end(), command.begin(), command.end());

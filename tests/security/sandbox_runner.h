@@ -23,8 +23,9 @@ enum class Daemon { root, unprivileged };
 
 /// The uid/gid the test drops to for the unprivileged daemon.
 inline constexpr uid_t kUnprivilegedUid = 4242;
-/// The host uid/gid a root daemon's sandboxed processes run as (`--uid`/`--gid` default).
-inline constexpr uid_t kRootSandboxUid = 65534;
+/// The host uid/gid a root daemon's sandboxed processes run as (`--uid`/`--gid` default:
+/// sandbox::kDefaultDeskUid, the start of the range systemd leaves unused).
+inline constexpr uid_t kRootSandboxUid = 1879048192;
 
 /// "RootDaemon" or "UnprivilegedDaemon", the test-name suffix for a daemon parameter.
 std::string daemon_name(Daemon daemon);
@@ -39,19 +40,10 @@ uid_t daemon_host_uid(Daemon daemon);
 
 /// The deskd binary, at a path the unprivileged uid can execute.
 const std::string& deskd_binary();
+/// The folder holding the copies of deskd and the probes, shown read-only to every sandbox.
+const std::string& probe_folder();
 /// A probe (e.g. "probe_open"), at a path the sandbox's uid can execute from inside.
 std::string probe(std::string_view name);
-/// The folder holding the probes (the build tree's, or the copies').
-std::string probe_folder();
-
-/// Whether every sandbox of the suite is given `--read-only <probe folder>`. Off until
-/// `deskd sandbox` has the option: the minimal host view (issue 11) shows only the system
-/// folders, the desk and what --read-only names, so the probes need it from then on.
-/// DESKD_SECURITY_PROBES_READ_ONLY=1 (or =0) in the test's environment overrides it.
-inline constexpr bool kProbeFolderReadOnlyByDefault = false;
-/// `--read-only <probe folder>` when the above is on, else nothing: for every command line
-/// of `deskd sandbox`/`shell`/`mcp` whose sandbox runs a probe.
-std::vector<std::string> probe_view_arguments();
 
 struct LaunchOptions {
   /// "NAME=value" entries added to deskd's own environment.
@@ -106,7 +98,7 @@ class TestDesk {
   std::string path(std::string_view relative) const;
   /// The string every hidden file holds and no sandboxed process may print.
   const std::string& secret() const { return secret_; }
-  /// --desk DESK --hide DESK/.env --hide DESK/secrets
+  /// --desk DESK --hide DESK/.env --hide DESK/secrets --read-only <probe folder>
   std::vector<std::string> sandbox_arguments() const;
   /// Gives a path the test created later to the uid of this desk's daemon.
   void hand_over(const std::string& path) const;
@@ -118,7 +110,7 @@ class TestDesk {
   std::string secret_;
 };
 
-/// Runs `deskd sandbox <desk arguments> <probe view arguments> EXTRA... -- COMMAND...`.
+/// Runs `deskd sandbox <desk arguments> EXTRA... -- COMMAND...`.
 SandboxRun run_in_sandbox(Daemon daemon, const TestDesk& desk,
                           const std::vector<std::string>& command,
                           const std::vector<std::string>& extra_arguments = {},

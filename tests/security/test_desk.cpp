@@ -99,7 +99,7 @@ std::string TestDesk::path(std::string_view relative) const {
 }
 
 std::vector<std::string> TestDesk::sandbox_arguments() const {
-  return {"--desk", directory_, "--hide", path(".env"), "--hide", path("secrets")};
+  return {"--desk", directory_, "--hide", path(".env"), "--hide", path("secrets"), "--read-only", probe_folder()};
 }
 
 void TestDesk::hand_over(const std::string& path) const {

@@ -8,7 +8,6 @@
 
 #include <filesystem>
 #include <string>
-#include <vector>
 
 #include "security/sandbox_runner.h"
 
@@ -109,10 +108,8 @@ TEST_P(ToolsTest, DeskOptionCreatesMissingPlacesTheSandboxCanWrite) {
   ::chmod(folder.c_str(), 0755);
   if (daemon() == Daemon::unprivileged) desk().hand_over(folder);
   const std::string note = folder + "/scratch/note.txt";
-  std::vector<std::string> arguments = {"sandbox", "--desk", folder};
-  for (const auto& each : probe_view_arguments()) arguments.push_back(each);
-  arguments.insert(arguments.end(), {"--", probe("probe_write"), note});
-  const SandboxRun run = run_deskd(daemon(), arguments);
+  const SandboxRun run =
+      run_deskd(daemon(), {"sandbox", "--desk", folder, "--read-only", probe_folder(), "--", probe("probe_write"), note});
   EXPECT_EQ(run.exit_status, 0) << run.describe();
   for (const char* place : {"memory", "notes", "scratch"})
     EXPECT_TRUE(fs::is_directory(folder + "/" + place)) << place;

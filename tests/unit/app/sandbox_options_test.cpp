@@ -36,20 +36,23 @@ TEST(SandboxOptionsTest, TakesEveryOptionWithItsValue) {
   SandboxOptions options;
   EXPECT_EQ(take_sandbox({"--desk", "/d", "--hide", "/s", "--hide", "/t", "--net", "host", "--memory", "512M",
                           "--pids", "64", "--file-size", "1G", "--open-files", "100", "--uid", "1000", "--gid",
-                          "1001", "--hostname", "box", "--env", "LANG", "--env", "TERM"},
+                          "1001", "--hostname", "box", "--env", "LANG", "--env", "TERM", "--read-only", "/srv/data",
+                          "--host-view", "full"},
                          options),
             "");
   EXPECT_EQ(options.desk_directory, std::filesystem::path("/d"));
   EXPECT_EQ(options.hidden_paths, (std::vector<std::filesystem::path>{"/s", "/t"}));
-  EXPECT_EQ(options.network, sandbox::NetworkMode::host);
-  EXPECT_EQ(options.memory_bytes, std::uint64_t{512} << 20);
-  EXPECT_EQ(options.processes, 64u);
-  EXPECT_EQ(options.file_size_bytes, std::uint64_t{1} << 30);
-  EXPECT_EQ(options.open_files, 100u);
-  EXPECT_EQ(options.uid, 1000u);
-  EXPECT_EQ(options.gid, 1001u);
-  EXPECT_EQ(options.hostname, "box");
-  EXPECT_EQ(options.environment_variables, (std::vector<std::string>{"LANG", "TERM"}));
+  EXPECT_EQ(options.settings.network, sandbox::NetworkMode::host);
+  EXPECT_EQ(options.settings.memory_bytes, std::uint64_t{512} << 20);
+  EXPECT_EQ(options.settings.processes, 64u);
+  EXPECT_EQ(options.settings.file_size_bytes, std::uint64_t{1} << 30);
+  EXPECT_EQ(options.settings.open_files, 100u);
+  EXPECT_EQ(options.settings.uid, 1000u);
+  EXPECT_EQ(options.settings.gid, 1001u);
+  EXPECT_EQ(options.settings.hostname, "box");
+  EXPECT_EQ(options.settings.environment_variables, (std::vector<std::string>{"LANG", "TERM"}));
+  EXPECT_EQ(options.settings.read_only_paths, (std::vector<std::filesystem::path>{"/srv/data"}));
+  EXPECT_EQ(options.settings.host_view, sandbox::HostView::full);
 }
 
 TEST(SandboxOptionsTest, ARelativeHiddenPathStartsAtTheCurrentFolder) {
@@ -64,7 +67,8 @@ TEST(SandboxOptionsTest, RefusesMissingAndMalformedValues) {
   EXPECT_EQ(take_sandbox({"--net", "wifi"}, options), "--net must be none or host, not 'wifi'.");
   EXPECT_EQ(take_sandbox({"--memory", "lots"}, options), "--memory needs a size such as 512M, not 'lots'.");
   EXPECT_EQ(take_sandbox({"--pids", "-1"}, options), "--pids needs a number, not '-1'.");
-  EXPECT_EQ(take_sandbox({"--uid", "root"}, options), "--uid needs a number, not 'root'.");
+  EXPECT_EQ(take_sandbox({"--uid", "root"}, options), "--uid needs a host id, not 'root'.");
+  EXPECT_EQ(take_sandbox({"--host-view", "half"}, options), "--host-view must be minimal or full, not 'half'.");
 }
 
 TEST(SandboxOptionsTest, LeavesOtherArgumentsToTheCommand) {
@@ -91,7 +95,7 @@ TEST(DeskToolOptionsTest, TakesTheToolOptionsBesideTheSandboxOnes) {
   EXPECT_EQ(options.timeout_seconds, 0.5);
   EXPECT_EQ(options.maximum_output_characters, 100u);
   EXPECT_EQ(options.proposals_folder, std::filesystem::path("/p"));
-  EXPECT_EQ(options.sandbox.network, sandbox::NetworkMode::none);
+  EXPECT_EQ(options.sandbox.settings.network, sandbox::NetworkMode::none);
 }
 
 TEST(DeskToolOptionsTest, RefusesBadToolValues) {

@@ -36,7 +36,8 @@ TEST_F(SandboxSpecTest, StartsFromSafeDefaults) {
   ASSERT_TRUE(spec.ok()) << spec.error().what;
   EXPECT_EQ(spec->network, NetworkMode::none);
   EXPECT_EQ(spec->hostname, "deskd");
-  EXPECT_EQ(spec->root_daemon_uid, 65534u);
+  EXPECT_EQ(spec->root_daemon_uid, kDefaultDeskUid);
+  EXPECT_EQ(spec->host_view, HostView::minimal);
   EXPECT_EQ(spec->working_directory, root_ / "desk");
   EXPECT_EQ(spec->hidden_paths, std::vector<fs::path>{root_ / "secrets"});
   EXPECT_EQ(spec->environment, base_environment(root_ / "desk"));
