@@ -62,7 +62,7 @@ void enqueue_bash_turn(FakeHttpServer& server, const std::string& command) {
 // message, and its last lines come back in the tool's result. No `exit`: that would end the
 // desk's terminal.
 std::string scan_command(const std::string& probe, const std::string& canary) {
-  return "sleep 60 &\n" + probe + " " + hex(canary) +
+  return "sleep 60 &\nuntil [ \"$(cat /proc/$!/comm 2>/dev/null)\" = sleep ]; do :; done\n" + probe + " " + hex(canary) +
          " > scratch/scan.txt 2>&1; echo \"scan-status=$?\" >> scratch/scan.txt\n"
          "echo \"pid1-environ-bytes=$(cat /proc/1/environ 2>/dev/null | wc -c)\" >> scratch/scan.txt\n"
          "kill $! 2>/dev/null; cat scratch/scan.txt";

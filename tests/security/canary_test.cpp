@@ -116,7 +116,9 @@ TEST_P(CanaryTest, DaemonsEnvironmentIsInNoProcessOfTheSandbox) {
 }
 
 TEST_P(CanaryTest, DaemonsEnvironmentIsInNoProcessOfTheSandboxWithABackgroundJob) {
-  const std::string script = "sleep 60 &\n" + scan_command() + "\nstatus=$?\n" + kPidOneEnvironmentBytes +
+  // Until the job has exec'd sleep, it is a copy of bash.
+  const std::string script = "sleep 60 &\nuntil [ \"$(cat /proc/$!/comm 2>/dev/null)\" = sleep ]; do :; done\n" +
+                             scan_command() + "\nstatus=$?\n" + kPidOneEnvironmentBytes +
                              "kill $! 2>/dev/null\nexit $status\n";
   const SandboxRun run = run_script(script);
   expect_no_canary(run, 3);
