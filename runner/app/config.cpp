@@ -7,11 +7,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 
 #include "base/unique_fd.h"
+#include "runner/app/config_confinement.h"
 #include "runner/app/config_reader.h"
 #include "runner/app/config_values.h"
 #include "runner/model/script_provider.h"
@@ -41,7 +43,48 @@ PlacedPath default_path(const std::filesystem::path& path, ConfigPosition positi
   return PlacedPath{resolved.ok() ? std::move(resolved).value() : path, std::move(position), std::move(label)};
 }
 
-void read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& context) {
+// (uid_t)-1 means "no change" to chown() and friends; it is nobody's id.
+constexpr std::int64_t kHighestUserId = 4294967294;
+// What the kernel shows for an id a user namespace does not map: never a desk's.
+constexpr std::int64_t kOverflowUserId = 65534;
+
+// Reads desk_uid_first and desk_uid_count and checks the range they make; returns where the
+// range was written, for the check against the number of desks.
+ConfigPosition read_desk_uid_range(TableReader& reader, RunnerConfig& runner, LoadContext& context) {
+  const auto first = reader.whole("desk_uid_first", 1, kHighestUserId);
+  const auto count = reader.whole("desk_uid_count", 1, kHighestUserId);
+  if (first) runner.desk_uid_first = static_cast<std::uint32_t>(*first);
+  if (count) runner.desk_uid_count = static_cast<std::uint32_t>(*count);
+  const toml::node* first_node = reader.find("desk_uid_first");
+  const toml::node* count_node = reader.find("desk_uid_count");
+  ConfigPosition position = count_node != nullptr   ? reader.where(*count_node)
+                            : first_node != nullptr ? reader.where(*first_node)
+                                                    : reader.position();
+  if (position.file.empty()) position = context.problems.at(0, 0);
+  if ((first_node != nullptr && !first) || (count_node != nullptr && !count)) return position;  // reported
+
+  const std::int64_t lowest = runner.desk_uid_first;
+  const std::int64_t highest = lowest + runner.desk_uid_count - 1;
+  const std::string range = "the desk uid range " + std::to_string(lowest) + "..." + std::to_string(highest) +
+                            " ('desk_uid_first', 'desk_uid_count')";
+  if (highest > kHighestUserId) {
+    context.problems.add(position, range + " goes past 4294967294, the highest user id; lower 'desk_uid_first' or "
+                                           "'desk_uid_count'");
+  } else if (lowest <= kOverflowUserId && kOverflowUserId <= highest) {
+    context.problems.add(position, range + " holds 65534, the id the kernel shows for unmapped users ('nobody'); "
+                                           "start the range past it (the default start is 1879048192)");
+  }
+  return position;
+}
+
+void check_desk_uid_count(const Config& config, const ConfigPosition& position, LoadContext& context) {
+  if (config.desks.size() <= config.runner.desk_uid_count) return;
+  context.problems.add(position, "'desk_uid_count' is " + std::to_string(config.runner.desk_uid_count) +
+                                     ", fewer than the " + std::to_string(config.desks.size()) +
+                                     " desks of this config; every desk needs a uid of its own");
+}
+
+ConfigPosition read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& context) {
   TableReader reader(table, "[runner]", context);
   auto state = reader.path("state_folder", "deskd's state folder");
   if (!state) state = default_path(runner.state_folder, reader.position(), "deskd's state folder", context);
@@ -57,6 +100,7 @@ void read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& co
                                                " bytes long; a Unix socket path may be at most " +
                                                std::to_string(kMaximumSocketPathBytes));
   }
+  socket->socket = true;
   runner.socket_path = socket->path;
   context.daemon_paths.push_back(*socket);
 
@@ -72,8 +116,7 @@ void read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& co
     if (array == nullptr) reader.problem(*node, "'allowed_uids' must be an array of user ids");
     for (std::size_t index = 0; array != nullptr && index < array->size(); ++index) {
       const auto* uid = (*array)[index].as_integer();
-      // (uid_t)-1 means "no change" to chown() and friends; it is nobody's id.
-      if (uid == nullptr || uid->get() < 0 || uid->get() >= 0xffffffffLL) {
+      if (uid == nullptr || uid->get() < 0 || uid->get() > kHighestUserId) {
         reader.problem((*array)[index], "'allowed_uids' must hold user ids (whole numbers from 0 to 4294967294)");
       } else {
         runner.allowed_uids.push_back(static_cast<std::uint32_t>(uid->get()));
@@ -95,7 +138,9 @@ void read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& co
   if (auto grace = reader.number("shutdown_grace_seconds", {0, false, 3600})) {
     runner.shutdown_grace = milliseconds_from_seconds(*grace);
   }
+  ConfigPosition desk_uid_count_position = read_desk_uid_range(reader, runner, context);
   reader.report_unknown_keys();
+  return desk_uid_count_position;
 }
 
 void read_prices(const toml::table& prices, const std::string& title, std::map<std::string, ModelPrice>& table,
@@ -119,10 +164,10 @@ void read_prices(const toml::table& prices, const std::string& title, std::map<s
   }
 }
 
-void read_sandbox_table(const toml::table* table, SandboxConfig& sandbox, std::vector<PlacedPath>& hidden,
+void read_sandbox_table(const toml::table* table, SandboxConfig& sandbox, config_detail::SandboxPlaces& places,
                         LoadContext& context) {
   TableReader reader(table, "[sandbox]", context);
-  config_detail::read_sandbox(reader, sandbox, hidden);
+  config_detail::read_sandbox(reader, sandbox, places, context);
   reader.report_unknown_keys();
 }
 
@@ -206,7 +251,7 @@ void read_model(TableReader& reader, ModelConfig& model, LoadContext& context) {
   }
 }
 
-void read_sandbox(TableReader& reader, SandboxConfig& sandbox, std::vector<PlacedPath>& hidden) {
+void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& places, LoadContext& context) {
   if (auto network = reader.choice("network", {"none", "host"})) {
     sandbox.network = *network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
   }
@@ -220,10 +265,32 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, std::vector<Place
     sandbox.file_size_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
   }
   if (auto files = reader.whole("open_files", 16, 1'048'576)) sandbox.open_files = *files;
+  if (auto cpus = reader.number("cpus", {0.01, false, 4096})) sandbox.cpus = *cpus;
   // A desk's hidden paths add to [sandbox]'s, so one secret cannot be forgotten by a desk.
   for (auto& path : reader.paths("hidden_paths", "the hidden path")) {
     sandbox.hidden_paths.push_back(path.path);
-    hidden.push_back(std::move(path));
+    places.hidden.push_back(std::move(path));
+  }
+  // A desk's read-only paths replace [sandbox]'s: sharing is a grant a desk may do without.
+  if (reader.find("read_only_paths") != nullptr) {
+    sandbox.read_only_paths.clear();
+    places.read_only.clear();
+    for (auto& path : reader.paths("read_only_paths", "the read-only path")) {
+      if (!expect_existing(context, path, PathKind::file_or_folder, "the read-only path")) continue;
+      if (auto allowed = check_read_only_path(path.path); !allowed.ok()) {
+        context.problems.add(path.position, allowed.error().what);
+        continue;
+      }
+      if (std::find(sandbox.read_only_paths.begin(), sandbox.read_only_paths.end(), path.path) !=
+          sandbox.read_only_paths.end()) {
+        continue;
+      }
+      sandbox.read_only_paths.push_back(path.path);
+      places.read_only.push_back(std::move(path));
+    }
+  }
+  if (auto view = reader.choice("host_view", {"minimal", "full"})) {
+    sandbox.host_view = *view == "full" ? sandbox::HostView::full : sandbox::HostView::minimal;
   }
   if (auto names = reader.strings("environment")) {
     sandbox.environment_variables.clear();
@@ -256,18 +323,19 @@ ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file
   Config config;
   config.file = absolute_file;
   TableReader reader(&root, "", context);
-  read_runner(reader.table("runner"), config.runner, context);
+  const ConfigPosition desk_uid_count_position = read_runner(reader.table("runner"), config.runner, context);
 
   const toml::table* model_table = reader.table("model");
   TableReader model_reader(model_table, "[model]", context);
   config_detail::read_model(model_reader, config.model, context);
   model_reader.report_unknown_keys();
 
-  std::vector<PlacedPath> global_hidden;
-  read_sandbox_table(reader.table("sandbox"), config.sandbox, global_hidden, context);
+  config_detail::SandboxPlaces global_places;
+  read_sandbox_table(reader.table("sandbox"), config.sandbox, global_places, context);
 
   if (const toml::node* desks = reader.find("desk")) {
-    config_detail::read_desks(*desks, global_hidden, model_reader.position(), config, context);
+    config_detail::read_desks(*desks, global_places, model_reader.position(), config, context);
+    check_desk_uid_count(config, desk_uid_count_position, context);
   } else {
     context.problems.add(context.problems.at(0, 0), "no [[desk]] table: deskd needs at least one desk");
   }

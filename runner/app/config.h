@@ -7,6 +7,11 @@
 // Paths in the file that are relative start at the config file's folder. Every path the
 // daemon itself owns (its state folder, its socket, every API key file) is added to every
 // desk's hidden paths: no desk can read the daemon's secrets or talk to its socket.
+//
+// Desks are strangers: each desk's hidden paths also hold every other desk's folder (unless
+// it names that desk in `readable_desks`) and every other desk's own hidden paths. A config
+// whose desk folder is a system folder, nests with another desk's, holds deskd's state
+// folder or socket, or cannot be reached by the desk's sandbox is refused.
 
 #include <chrono>
 #include <cstdint>
@@ -20,6 +25,7 @@
 
 #include "base/result.h"
 #include "runner/desk/schedule.h"
+#include "sandbox/host_view.h"
 #include "sandbox/sandbox_spec.h"
 
 namespace deskd::app {
@@ -46,6 +52,11 @@ struct RunnerConfig {
   std::vector<std::string> allowed_groups;  ///< peers whose primary or supplementary group is one of these
   std::string log_level = "info";           ///< trace, debug, info, warn, error
   std::chrono::milliseconds shutdown_grace = std::chrono::seconds(10);
+  /// The host uids (and gids) handed to desks under a root deskd: [first, first + count).
+  /// 0x70000000 on: systemd's UIDS-GIDS.md leaves 1879048192...2147483647 unused. The range
+  /// holds neither 0 nor 65534 and has room for every desk; see desk_ids.h.
+  std::uint32_t desk_uid_first = 1879048192;
+  std::uint32_t desk_uid_count = 65536;
 };
 
 /// Price of a million tokens, in US dollars, per model name.
@@ -73,15 +84,11 @@ struct ModelConfig {
 };
 
 /// [sandbox] and a desk's [desk.sandbox] overrides (a desk's table starts as a copy).
-struct SandboxConfig {
-  sandbox::NetworkMode network = sandbox::NetworkMode::none;
-  std::optional<std::uint64_t> memory_bytes;     ///< memory_mb in the file
-  std::optional<std::uint64_t> processes;
-  std::optional<std::uint64_t> file_size_bytes;  ///< file_size_mb in the file
-  std::optional<std::uint64_t> open_files;
-  std::vector<std::filesystem::path> hidden_paths;  ///< added to every desk's
-  std::vector<std::string> environment_variables;   ///< names passed from deskd's environment
-};
+/// [sandbox] and a desk's [desk.sandbox] overrides (a desk's table starts as a copy): the
+/// very value the sandbox is built from, so no setting is lost between the file and the
+/// sandbox. Its hostname and ids are the desk's (DeskConfig::hostname, desk_ids_for). A
+/// desk's read_only_paths replace [sandbox]'s (what is shared is a grant); hidden_paths add.
+using SandboxConfig = sandbox::SandboxSettings;
 
 struct DeskConfig {
   std::string name;
@@ -92,7 +99,15 @@ struct DeskConfig {
   std::size_t maximum_output_characters = 20000;
   std::chrono::milliseconds stall_timeout = std::chrono::minutes(5);
   std::chrono::minutes catch_up_window = std::chrono::minutes(30);  ///< for missed schedules
-  std::vector<std::filesystem::path> hidden_paths;  ///< this desk's, plus [sandbox] and the daemon's
+  /// This desk's, plus [sandbox]'s, the daemon's, then every other desk's folder (but those
+  /// of readable_desks) and every other desk's own hidden paths; without duplicates.
+  std::vector<std::filesystem::path> hidden_paths;
+  /// The other desks named in `readable_desks`, and their folders (resolved), which the
+  /// sandbox shows read-only. Their hidden paths stay hidden.
+  std::vector<std::string> readable_desks;
+  std::vector<std::filesystem::path> readable_desk_folders;
+  /// The sandbox's hostname: `hostname`, else the desk's name with '_' written as '-'.
+  std::string hostname;
   SandboxConfig sandbox;
   ModelConfig model;
   std::optional<std::filesystem::path> skills_folder;

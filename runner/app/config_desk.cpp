@@ -1,8 +1,10 @@
 // The [[desk]] tables of the config and their [[desk.schedule]] entries. A desk starts from
-// copies of [model] and [sandbox]; once every desk is read, each desk's hidden paths are
-// merged with the daemon's own paths (which only then are all known: every desk may name
-// an API key file) and checked against the desk's folder and writable places.
+// copies of [model] and [sandbox]; once every desk is read, the desk folders are judged
+// together (config_world.cpp) and each desk's hidden paths are merged with the daemon's own
+// paths (which only then are all known: every desk may name an API key file) and the other
+// desks', and checked against the desk's folder and writable places.
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <map>
@@ -10,21 +12,13 @@
 
 #include "policy/confinement.h"
 #include "runner/app/config_reader.h"
+#include "runner/app/config_world.h"
 #include "runner/desk/market_status.h"
 
 namespace deskd::app::config_detail {
 namespace {
 
 constexpr double kSecondsInADay = 86400;
-
-// A desk as read, with what the checks after reading every desk need to know.
-struct DeskDraft {
-  DeskConfig desk;
-  ConfigPosition directory_position;
-  bool directory_found = false;
-  std::vector<PlacedPath> hidden;  // its own, its [desk.sandbox]'s, then [sandbox]'s
-  ConfigPosition model_position;   // [desk.model], else [model], for problems of the model
-};
 
 // The string under `key`, which must be there and not be empty.
 std::optional<std::string> required_string(TableReader& reader, std::string_view key) {
@@ -126,7 +120,7 @@ void read_desk_paths(TableReader& reader, LoadContext& context, DeskDraft& draft
     draft.desk.directory = directory->path;
   }
   // Relative hidden paths start at the config file's folder, like every path in the file.
-  draft.hidden = reader.paths("hidden_paths", "the hidden path");
+  draft.own_hidden = reader.paths("hidden_paths", "the hidden path");
   if (auto skills = reader.path("skills", "the skills folder")) {
     if (expect_existing(context, *skills, PathKind::folder, "the skills folder")) draft.desk.skills_folder = skills->path;
   }
@@ -142,7 +136,34 @@ void read_desk_paths(TableReader& reader, LoadContext& context, DeskDraft& draft
   }
 }
 
-DeskDraft read_desk(const toml::table& table, const Config& config, const std::vector<PlacedPath>& global_hidden,
+// A hostname as the sandbox accepts it (sandbox::SandboxSpecBuilder::hostname).
+bool is_hostname(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return c == '-' || c == '.' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  });
+}
+
+void read_hostname(TableReader& reader, DeskConfig& desk) {
+  // A desk name may hold '_', which a hostname may not.
+  desk.hostname = desk.name;
+  std::replace(desk.hostname.begin(), desk.hostname.end(), '_', '-');
+  auto hostname = reader.string("hostname");
+  if (!hostname) return;
+  if (is_hostname(*hostname)) {
+    desk.hostname = std::move(*hostname);
+  } else {
+    reader.problem(*reader.find("hostname"),
+                   "'hostname' must be 1 to 64 letters, digits, '-' or '.', not " + in_quotes(*hostname));
+  }
+}
+
+void read_readable_desks(TableReader& reader, DeskDraft& draft) {
+  auto names = reader.strings("readable_desks");
+  if (!names) return;
+  for (auto& [name, node] : *names) draft.readable_desks.emplace_back(std::move(name), reader.where(*node));
+}
+
+DeskDraft read_desk(const toml::table& table, const Config& config, const SandboxPlaces& global,
                     ConfigPosition model_position, std::map<std::string, std::uint32_t>& desk_names,
                     LoadContext& context) {
   TableReader reader(&table, "[[desk]]", context);
@@ -163,6 +184,8 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const std::v
     desk.name = std::move(*name);
   }
   read_desk_paths(reader, context, draft);
+  read_hostname(reader, desk);
+  read_readable_desks(reader, draft);
   if (auto mode = reader.choice("mode", {"dry_run", "live"})) desk.mode = *mode;
   if (auto seconds = reader.number("timeout_seconds", {0, true, kSecondsInADay})) desk.timeout_seconds = *seconds;
   if (auto characters = reader.whole("maximum_output_characters", 1, std::int64_t{1} << 26)) {
@@ -176,9 +199,13 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const std::v
   }
 
   TableReader sandbox_reader(reader.table("sandbox"), "[desk.sandbox]", context);
-  read_sandbox(sandbox_reader, desk.sandbox, draft.hidden);
+  SandboxPlaces places{draft.own_hidden, global.read_only};
+  read_sandbox(sandbox_reader, desk.sandbox, places, context);
   sandbox_reader.report_unknown_keys();
-  draft.hidden.insert(draft.hidden.end(), global_hidden.begin(), global_hidden.end());
+  draft.own_hidden = places.hidden;
+  draft.read_only = std::move(places.read_only);
+  draft.hidden = std::move(places.hidden);
+  draft.hidden.insert(draft.hidden.end(), global.hidden.begin(), global.hidden.end());
 
   const toml::table* model_table = reader.table("model");
   TableReader model_reader(model_table, "[desk.model]", context);
@@ -209,8 +236,8 @@ void check_model(const ModelConfig& model, const ConfigPosition& position, Probl
 
 }  // namespace
 
-void read_desks(const toml::node& node, const std::vector<PlacedPath>& global_hidden, ConfigPosition model_position,
-                Config& config, LoadContext& context) {
+void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position, Config& config,
+                LoadContext& context) {
   const auto* array = node.as_array();
   if (array == nullptr || (!array->empty() && !array->is_array_of_tables())) {
     context.problems.add(context.where(node.source()), "'desk' must be an array of tables, each written [[desk]]");
@@ -223,7 +250,7 @@ void read_desks(const toml::node& node, const std::vector<PlacedPath>& global_hi
   std::map<std::string, std::uint32_t> desk_names;
   std::vector<DeskDraft> drafts;
   for (const auto& element : *array) {
-    drafts.push_back(read_desk(*element.as_table(), config, global_hidden, model_position, desk_names, context));
+    drafts.push_back(read_desk(*element.as_table(), config, global, model_position, desk_names, context));
   }
 
   // An API key never enters a sandbox, whichever desk's key it is.
@@ -233,7 +260,6 @@ void read_desks(const toml::node& node, const std::vector<PlacedPath>& global_hi
       key_variables.insert(draft.desk.model.api_key_variable);
     }
   }
-  // Only now is every API key file known: each is hidden from every desk.
   for (auto& draft : drafts) {
     check_model(draft.desk.model, draft.model_position, context.problems);
     for (const auto& name : draft.desk.sandbox.environment_variables) {
@@ -244,10 +270,18 @@ void read_desks(const toml::node& node, const std::vector<PlacedPath>& global_hi
                                                       "API key never enters a sandbox");
       }
     }
+    // Only now is every API key file known: each is hidden from every desk.
     if (draft.directory_found) {
       draft.hidden.insert(draft.hidden.end(), context.daemon_paths.begin(), context.daemon_paths.end());
+    }
+  }
+  check_desk_folders(drafts, context.daemon_paths, context.problems);
+  meet_other_desks(drafts, context.problems);
+  for (auto& draft : drafts) {
+    if (draft.directory_found) {
       draft.desk.hidden_paths =
           merge_hidden_paths(draft.desk, draft.directory_position, draft.hidden, context.problems);
+      check_shown_paths(draft, context.problems);
       // Without hidden paths this checks what remains: no writable place is a symbolic link.
       auto confinement = policy::Confinement::create(draft.desk.directory, {});
       if (!confinement.ok() && confinement.error().error_number != EACCES) {

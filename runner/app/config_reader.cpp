@@ -196,6 +196,7 @@ bool expect_existing(LoadContext& context, const PlacedPath& path, PathKind kind
     return false;
   }
   const bool folder = S_ISDIR(status.st_mode);
+  if (kind == PathKind::file_or_folder) return true;
   if (kind == PathKind::folder && !folder) {
     context.problems.add(path.position, std::string(what) + ' ' + path.path.native() + " is not a folder");
     return false;

@@ -88,7 +88,7 @@ class TableReader {
 };
 
 /// What a path must be for the config to make sense.
-enum class PathKind { file, folder };
+enum class PathKind { file, folder, file_or_folder };
 
 /// Reports at `path.position` when `path` does not exist or is not of `kind`; `what`
 /// names it ("the desk folder"). A path that cannot be examined (permission denied) passes:
@@ -96,13 +96,21 @@ enum class PathKind { file, folder };
 /// was found to be right.
 bool expect_existing(LoadContext& context, const PlacedPath& path, PathKind kind, std::string_view what);
 
+/// The paths a [sandbox] or [desk.sandbox] table named, with where: hidden paths add up
+/// (a desk's to [sandbox]'s), a list of read-only paths replaces the one before.
+struct SandboxPlaces {
+  std::vector<PlacedPath> hidden;
+  std::vector<PlacedPath> read_only;
+};
+
 /// Reads [desk] tables' model and sandbox overrides with the same readers as the defaults.
 void read_model(TableReader& reader, ModelConfig& model, LoadContext& context);
-void read_sandbox(TableReader& reader, SandboxConfig& sandbox, std::vector<PlacedPath>& hidden);
+void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& places, LoadContext& context);
 
 /// Reads every [[desk]] (`node` is the top-level `desk` value) into `config.desks`, merging
-/// each desk's hidden paths with `global_hidden` ([sandbox]'s) and the daemon's paths.
-void read_desks(const toml::node& node, const std::vector<PlacedPath>& global_hidden, ConfigPosition model_position,
-                Config& config, LoadContext& context);
+/// each desk's hidden paths with `global` ([sandbox]'s), the daemon's paths and the other
+/// desks' folders and hidden paths, and judging the desk folders together.
+void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position, Config& config,
+                LoadContext& context);
 
 }  // namespace deskd::app::config_detail

@@ -35,12 +35,14 @@ class ProblemList {
 };
 
 /// A resolved path and where the file named it. `state_folder` marks the daemon's state
-/// folder, which no desk folder may lie inside.
+/// folder, which no desk folder may lie inside or hold; `socket` its socket, which no desk
+/// folder may hold.
 struct PlacedPath {
   std::filesystem::path path;
   ConfigPosition position;
   std::string label;  ///< "the hidden path", "the socket", ... for messages
   bool state_folder = false;
+  bool socket = false;
 };
 
 /// "HH:MM" or "HH:MM:SS", 24-hour; the hour may have one digit, minutes and seconds two.

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "base/unique_fd.h"
+#include "runner/app/desk_ids.h"
 #include "runner/app/model_factory.h"
 #include "runner/app/sandbox_options.h"
 #include "runner/model/model_turn_runner.h"
@@ -76,13 +77,17 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   std::filesystem::create_directories(state, error);
   if (error) return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
 
-  sandbox::SandboxSettings sandbox_settings;
-  sandbox_settings.environment_variables = desk_config.sandbox.environment_variables;
-  sandbox_settings.network = desk_config.sandbox.network;
-  sandbox_settings.memory_bytes = desk_config.sandbox.memory_bytes;
-  sandbox_settings.processes = desk_config.sandbox.processes;
-  sandbox_settings.file_size_bytes = desk_config.sandbox.file_size_bytes;
-  sandbox_settings.open_files = desk_config.sandbox.open_files;
+  // The config's own value, with what is the desk's: its hostname, the other desks it may
+  // read, and under a root deskd its own ids.
+  sandbox::SandboxSettings sandbox_settings = desk_config.sandbox;
+  sandbox_settings.hostname = desk_config.hostname;
+  for (const auto& folder : desk_config.readable_desk_folders) sandbox_settings.read_only_paths.push_back(folder);
+  if (::geteuid() == 0) {
+    auto ids = desk_ids_for(config, desk_config.name);
+    if (!ids.ok()) return step_failed("choosing the desk's uid", ids.error());
+    sandbox_settings.uid = ids->uid;
+    sandbox_settings.gid = ids->gid;
+  }
   auto spec = build_desk_sandbox_spec(desk_config.directory, desk_config.hidden_paths, sandbox_settings);
   if (!spec.ok()) return step_failed("building the sandbox", spec.error());
   if (auto tried = try_sandbox(*spec); !tried.ok()) return step_failed("starting the sandbox", tried.error());

@@ -1,25 +1,37 @@
 #include "runner/app/doctor_command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "runner/app/config.h"
+#include "runner/app/desk_id_range_check.h"
+#include "runner/app/desk_ids.h"
 #include "sandbox/host_support.h"
+#include "sandbox/launch_trial.h"
 
 namespace deskd::app {
 
 const char* const kDoctorUsage =
-    "usage: deskd doctor [--json]\n"
+    "usage: deskd doctor [--config FILE] [--json]\n"
     "\n"
     "Says which isolation this host offers deskd's sandbox: user and mount namespaces,\n"
     "seccomp, landlock, cgroup v2 delegation, openat2, pidfd, mount_setattr; what was found\n"
     "for each, and how to fix what is missing. Run it as the user deskd will run as.\n"
+    "It also checks that no user, group, subordinate id range or process of the host uses\n"
+    "the uids a root deskd gives its desks.\n"
     "\n"
-    "  --json    print the checks as a JSON array of\n"
-    "            {\"name\", \"available\", \"required\", \"detail\", \"fix\"}\n"
+    "  --config FILE   take the desk uid range from this config (else the default range)\n"
+    "  --json          print the checks as a JSON array of\n"
+    "                  {\"name\", \"available\", \"required\", \"detail\", \"fix\"}\n"
     "\n"
-    "Exit status: 0 a full sandbox can start, 1 it cannot, 2 bad usage.\n";
+    "Exit status: 0 a full sandbox can start, 1 it cannot, 2 bad usage or a config with\n"
+    "problems.\n";
 
 namespace {
 
@@ -117,7 +129,9 @@ void print_json(const std::vector<SupportCheck>& checks) {
 
 int run_doctor_command(std::span<const std::string_view> arguments) {
   bool json = false;
-  for (const std::string_view argument : arguments) {
+  std::optional<std::string> config_file;
+  for (std::size_t index = 0; index < arguments.size(); ++index) {
+    const std::string_view argument = arguments[index];
     if (argument == "--help" || argument == "-h") {
       std::fputs(kDoctorUsage, stdout);
       return 0;
@@ -126,11 +140,40 @@ int run_doctor_command(std::span<const std::string_view> arguments) {
       json = true;
       continue;
     }
+    if (argument == "--config" || argument.starts_with("--config=")) {
+      if (config_file) return usage_error("--config is given twice.");
+      if (argument == "--config" && index + 1 >= arguments.size()) return usage_error("--config needs a value.");
+      config_file = std::string(argument == "--config" ? arguments[++index] : argument.substr(9));
+      if (config_file->empty()) return usage_error("--config needs a file name.");
+      continue;
+    }
     if (argument.starts_with("-")) return usage_error("unknown option " + std::string(argument) + ".");
     return usage_error("takes no arguments, but was given " + std::string(argument) + ".");
   }
 
-  const std::vector<SupportCheck> checks = sandbox::check_host_support();
+  Config config;  // the default desk uid range
+  std::set<uid_t> desk_ids;
+  if (config_file) {
+    ConfigLoad load = load_config(*config_file);
+    if (!load.config) {
+      for (const auto& problem : load.problems) std::fprintf(stderr, "%s\n", problem.to_string().c_str());
+      return 2;
+    }
+    config = std::move(*load.config);
+    // A running deskd's desks use their ids already; they are not strangers to the range.
+    auto known = read_desk_ids(config);
+    if (known.ok()) {
+      for (const auto& [name, uid] : *known) desk_ids.insert(uid);
+    } else {
+      std::fprintf(stderr, "deskd doctor: %s\n", known.error().what.c_str());
+    }
+  }
+
+  std::vector<SupportCheck> checks = sandbox::check_host_support();
+  checks.push_back(check_desk_id_range(config.runner.desk_uid_first, config.runner.desk_uid_count, desk_ids,
+                                       ::geteuid() == 0));
+  // Last, and only when every feature is there: what a launch really does, step by step.
+  if (sandbox::full_sandbox_possible(checks)) checks.push_back(sandbox::try_sandbox_launch());
   if (json) {
     print_json(checks);
   } else {

@@ -143,6 +143,8 @@ days = ["mon"]
 }
 
 TEST_F(ConfigTest, ADeskNameIsUniqueAndPlain) {
+  // Each desk in a folder of its own: two desks may not share one.
+  fs::create_directories(root_ / "desks/gamma");
   EXPECT_THAT(problems(parse(R"([[desk]]
 name = "alpha"
 directory = "desks/alpha"
@@ -151,7 +153,7 @@ name = "alpha"
 directory = "desks/beta"
 [[desk]]
 name = "not a name"
-directory = "desks/beta"
+directory = "desks/gamma"
 )")),
               ElementsAre("5:8: desk name 'alpha' is used twice; the first is at line 2",
                           "8:8: desk name 'not a name' must be 1 to 64 letters, digits, '_' or '-'"));

@@ -290,17 +290,20 @@ directory = "desks/beta"
   EXPECT_EQ(alpha.sandbox.environment_variables, (std::vector<std::string>{"TZ"}));
   // A desk's sandbox hidden paths add to [sandbox]'s; duplicates are dropped.
   EXPECT_EQ(alpha.sandbox.hidden_paths, (std::vector<fs::path>{"/srv/shared-secret", "/srv/alpha-sandbox-secret"}));
+  // Then the daemon's paths, then the other desk's folder: desks are strangers.
   EXPECT_EQ(alpha.hidden_paths,
             (std::vector<fs::path>{"/srv/alpha-secret", "/srv/shared-secret", "/srv/alpha-sandbox-secret",
-                                   "/var/lib/deskd", "/run/deskd/deskd.sock"}));
+                                   "/var/lib/deskd", "/run/deskd/deskd.sock", root_ / "desks/beta"}));
 
   const DeskConfig& beta = config.desks[1];
   EXPECT_EQ(beta.model.model, "base");
   EXPECT_EQ(beta.model.prices.at("base").output, 2.0);
   EXPECT_EQ(beta.sandbox.memory_bytes, std::uint64_t{1024} << 20);
   EXPECT_EQ(beta.sandbox.environment_variables, (std::vector<std::string>{"LANG"}));
+  // Alpha's folder and alpha's own hidden paths are hidden from beta too.
   EXPECT_EQ(beta.hidden_paths,
-            (std::vector<fs::path>{"/srv/shared-secret", "/var/lib/deskd", "/run/deskd/deskd.sock"}));
+            (std::vector<fs::path>{"/srv/shared-secret", "/var/lib/deskd", "/run/deskd/deskd.sock",
+                                   root_ / "desks/alpha", "/srv/alpha-secret", "/srv/alpha-sandbox-secret"}));
   // The defaults themselves are left as written.
   EXPECT_EQ(config.model.model, "base");
   EXPECT_EQ(config.sandbox.memory_bytes, std::uint64_t{1024} << 20);
@@ -384,6 +387,12 @@ TEST(LoadConfigTest, TheExampleConfigHasNoProblem) {
   EXPECT_EQ(load.config->desks[1].name, "banknifty");
   const fs::path secrets = fs::canonical(DESKD_SOURCE_DIR "/examples/secrets");
   for (const auto& desk : load.config->desks) EXPECT_THAT(desk.hidden_paths, Contains(secrets)) << desk.name;
+  // banknifty may read nifty's folder; nifty may not read banknifty's.
+  const auto& nifty = load.config->desks[0];
+  const auto& banknifty = load.config->desks[1];
+  EXPECT_EQ(banknifty.readable_desk_folders, (std::vector<fs::path>{nifty.directory}));
+  EXPECT_THAT(banknifty.hidden_paths, Not(Contains(nifty.directory)));
+  EXPECT_THAT(nifty.hidden_paths, Contains(banknifty.directory));
 }
 
 TEST(CheckCommandTest, ExitsZeroForAGoodConfigAndTwoOtherwise) {

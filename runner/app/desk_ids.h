@@ -1,0 +1,39 @@
+#pragma once
+// The host uid and gid each desk's sandbox runs as under a root deskd: one of its own from
+// [runner]'s desk uid range, the same across restarts, because the desk's files are owned by
+// it. Allocations live in <state folder>/desk-ids, one "NAME UID" line per desk. A desk keeps
+// its id forever, also after it leaves the config, so that no later desk inherits its files;
+// a new desk takes the lowest free id of the range. Not thread-safe: the daemon assembles
+// its desks on one thread.
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "base/result.h"
+#include "runner/app/config.h"
+
+namespace deskd::app {
+
+struct DeskIds {
+  uid_t uid = 0;
+  gid_t gid = 0;  ///< always equal to uid
+};
+
+/// <state folder>/desk-ids.
+std::filesystem::path desk_ids_file(const Config& config);
+
+/// The ids of desk `desk_name` (never 0 or 65534). Reads the file afresh; when the desk has
+/// no line yet, takes the lowest free id of the range and writes the file again (temporary
+/// file, fsync, rename), creating the state folder if need be. Refuses, naming file:line, a
+/// damaged line (not "NAME UID", a name or id listed twice) and an id outside the configured
+/// range — never reallocating silently; also a range with no free id left.
+Result<DeskIds> desk_ids_for(const Config& config, const std::string& desk_name);
+
+/// The ids the file has handed out so far, by desk name, without handing out any; empty when
+/// there is no file yet. Refuses what desk_ids_for refuses. For `deskd doctor`.
+Result<std::map<std::string, uid_t>> read_desk_ids(const Config& config);
+
+}  // namespace deskd::app
