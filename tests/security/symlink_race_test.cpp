@@ -28,9 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// 1,000 launches took about 12 s (12 ms each) on the development host, with the racer
-// running beside them; the deadline keeps a slower host well inside the suite's 60 s, and the
-// test says how many launches it managed.
+// 1,000 launches took about 13 s on the development host with the racer beside them (about
+// 5 s once deskd-init and the descriptor hand-over landed); the deadline keeps a slower host
+// well inside the suite's 60 s, and the test prints how many launches it managed.
 constexpr int kLaunches = 1000;
 constexpr auto kDeadline = std::chrono::seconds(40);
 
@@ -131,7 +131,7 @@ TEST_P(SymlinkRaceTest, SwappingALinkIntoScratchDuringLaunchesChangesNoHostFile)
   // have been run at all.
   EXPECT_GT(succeeded, 0) << last_failure;
   EXPECT_GT(swaps.load(), 0);
-  if (launches < kLaunches) std::cerr << "only " << summary.str() << " before the deadline\n";
+  std::cerr << (launches < kLaunches ? "only " : "") << summary.str() << "\n";
 }
 
 DESKD_FOR_BOTH_DAEMONS(SymlinkRaceTest);
