@@ -12,6 +12,8 @@
 
 #include <boost/json.hpp>
 
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -330,7 +332,7 @@ ServeDaemon::~ServeDaemon() {
 bool ServeDaemon::start(const std::vector<std::string>& environment, std::string* why,
                         std::chrono::milliseconds timeout) {
   deskd_ = std::make_unique<DeskdProcess>(std::vector<std::string>{"serve", "--config", config_path()},
-                                          std::nullopt, environment);
+                                          std::nullopt, environment, run_as_);
   const auto deadline = Clock::now() + timeout;
   while (left_until(deadline).count() > 0) {
     if (!deskd_->running()) {
@@ -347,6 +349,15 @@ bool ServeDaemon::start(const std::vector<std::string>& environment, std::string
   }
   if (why != nullptr) *why = "the socket did not answer in time:\n" + deskd_->error_output();
   return false;
+}
+
+void ServeDaemon::run_as(uid_t uid) {
+  run_as_ = uid;
+  std::error_code error;
+  if (::lchown(folder_.c_str(), uid, uid) != 0) ADD_FAILURE() << "lchown " << folder_;
+  for (const auto& entry : fs::recursive_directory_iterator(folder_, error)) {
+    if (::lchown(entry.path().c_str(), uid, uid) != 0) ADD_FAILURE() << "lchown " << entry.path();
+  }
 }
 
 int ServeDaemon::stop(std::chrono::milliseconds timeout) {

@@ -113,6 +113,9 @@ class ServeDaemon {
   /// the socket answers a desks request; false (with deskd's log in `why`) when it did not.
   bool start(const std::vector<std::string>& environment = {}, std::string* why = nullptr,
              std::chrono::milliseconds timeout = 30s);
+  /// Before start(): deskd will run as `uid` (and the same gid), an unprivileged deskd; the
+  /// temporary folder, config, desks and scripts are given to it.
+  void run_as(uid_t uid);
   /// SIGTERM, then deskd's exit status (-1 when it did not exit within `timeout`).
   int stop(std::chrono::milliseconds timeout = 30s);
   /// The running deskd; start() must have run.
@@ -140,6 +143,7 @@ class ServeDaemon {
 
  private:
   std::string folder_;
+  std::optional<uid_t> run_as_;
   std::unique_ptr<DeskdProcess> deskd_;
 };
 

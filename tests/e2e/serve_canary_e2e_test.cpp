@@ -5,9 +5,13 @@
 // hex-encoded) in their bash, and the scan, as their turn's events report it, must find it
 // nowhere: not in a process's command line, environment or memory.
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <boost/json.hpp>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -22,6 +26,9 @@ namespace deskd::e2e {
 namespace {
 
 namespace json = boost::json;
+
+// The uid of the security suite's unprivileged daemon.
+constexpr uid_t kUnprivilegedUid = 4242;
 using model::testing::FakeHttpServer;
 using model::testing::FakeResponse;
 using ::testing::HasSubstr;
@@ -98,31 +105,48 @@ class ServeCanaryE2eTest : public ::testing::Test {
     EXPECT_THAT(report, Not(HasSubstr(canary_)));
   }
 
+  // Both desks scan; deskd runs as the test's uid (root), or as `unprivileged_uid`.
+  void scan_both_desks(std::optional<uid_t> unprivileged_uid) {
+    FakeHttpServer server;
+    ServeDaemon daemon(
+        {DeskSetup{.name = "alpha", .script = "", .model = "provider = \"openai\"\n"},
+         DeskSetup{.name = "one", .script = "", .model = "provider = \"script\"\nscript = \"one.jsonl\"\n"}},
+        "", "[model]\nprovider = \"openai\"\nmodel = \"gpt-test\"\nbase_url = \"" + server.url("/v1") +
+                "\"\napi_key_file = \"api-key.txt\"\nmax_retries = 0\n");
+    std::ofstream(daemon.folder() + "/api-key.txt") << canary_ << "\n";
+    ::chmod((daemon.folder() + "/api-key.txt").c_str(), 0600);
+    // In each desk's own folder, so that the probe is in sight under any host view.
+    for (const char* desk : {"alpha", "one"}) copy_probe_into_desk(daemon.desk_directory(desk), DESKD_PROBE_SCAN);
+    const std::string relative_probe = "tools/probe_scan";
+    enqueue_bash_turn(server, scan_command(relative_probe, canary_));
+    std::ofstream(daemon.script_path("one")) << scripted_turn({bash_call(scan_command(relative_probe, canary_))});
+    if (unprivileged_uid) daemon.run_as(*unprivileged_uid);
+    std::string why;
+    ASSERT_TRUE(daemon.start({}, &why)) << why;
+
+    // The openai desk first: its request carries the key, so deskd has certainly read it.
+    const auto alpha = run_turn(daemon, "alpha", "scan");
+    ASSERT_FALSE(server.requests().empty());
+    EXPECT_EQ(server.requests().at(0).header("authorization"), "Bearer " + canary_);
+    expect_clean_scan(daemon, "alpha", alpha);
+    expect_clean_scan(daemon, "one", run_turn(daemon, "one", "scan"));
+    if (unprivileged_uid) {
+      // What the desk's bash wrote is its host uid's: the ordinary user's, so deskd was.
+      struct stat written {};
+      ASSERT_EQ(::stat((daemon.desk_directory("one") + "/scratch/scan.txt").c_str(), &written), 0);
+      EXPECT_EQ(written.st_uid, *unprivileged_uid) << "deskd did not run as the unprivileged uid";
+    }
+  }
+
   std::string canary_ = unique_text("sk-deskd-canary");
 };
 
-TEST_F(ServeCanaryE2eTest, TheApiKeyInDeskdsMemoryIsInNoProcessOfAnyDesk) {
-  FakeHttpServer server;
-  ServeDaemon daemon(
-      {DeskSetup{.name = "alpha", .script = "", .model = "provider = \"openai\"\n"},
-       DeskSetup{.name = "one", .script = "", .model = "provider = \"script\"\nscript = \"one.jsonl\"\n"}},
-      "", "[model]\nprovider = \"openai\"\nmodel = \"gpt-test\"\nbase_url = \"" + server.url("/v1") +
-              "\"\napi_key_file = \"api-key.txt\"\nmax_retries = 0\n");
-  std::ofstream(daemon.folder() + "/api-key.txt") << canary_ << "\n";
-  // In each desk's own folder, so that the probe is in sight under any host view.
-  for (const char* desk : {"alpha", "one"}) copy_probe_into_desk(daemon.desk_directory(desk), DESKD_PROBE_SCAN);
-  const std::string relative_probe = "tools/probe_scan";
-  enqueue_bash_turn(server, scan_command(relative_probe, canary_));
-  std::ofstream(daemon.script_path("one")) << scripted_turn({bash_call(scan_command(relative_probe, canary_))});
-  std::string why;
-  ASSERT_TRUE(daemon.start({}, &why)) << why;
+TEST_F(ServeCanaryE2eTest, TheApiKeyInARootDeskdsMemoryIsInNoProcessOfAnyDesk) { scan_both_desks(std::nullopt); }
 
-  // The openai desk first: its request carries the key, so deskd has certainly read it.
-  const auto alpha = run_turn(daemon, "alpha", "scan");
-  ASSERT_FALSE(server.requests().empty());
-  EXPECT_EQ(server.requests().at(0).header("authorization"), "Bearer " + canary_);
-  expect_clean_scan(daemon, "alpha", alpha);
-  expect_clean_scan(daemon, "one", run_turn(daemon, "one", "scan"));
+// An ordinary user's deskd: its desks share its host uid, so only the sandbox keeps them
+// out of its memory (a fork of deskd as pid 1 was readable through /proc/1/mem).
+TEST_F(ServeCanaryE2eTest, TheApiKeyInAnUnprivilegedDeskdsMemoryIsInNoProcessOfAnyDesk) {
+  scan_both_desks(kUnprivilegedUid);
 }
 
 }  // namespace
