@@ -12,6 +12,8 @@
 
 #include <boost/json.hpp>
 
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -279,7 +281,7 @@ bool ControlConnection::closed_by_peer(std::chrono::milliseconds timeout) {
 
 // --- ServeDaemon ---
 
-ServeDaemon::ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings) {
+ServeDaemon::ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings, std::string tables) {
   std::string pattern = "/var/tmp/deskd-serve-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
     std::perror("mkdtemp");
@@ -294,7 +296,7 @@ ServeDaemon::ServeDaemon(std::initializer_list<DeskSetup> desks, std::string run
                        "state_folder = \"state\"\n"
                        "socket = \"state/deskd.sock\"\n"
                        "shutdown_grace_seconds = 1\n" +
-                       runner_settings + "\n";
+                       runner_settings + "\n" + tables + "\n";
   for (const auto& desk : desks) {
     const std::string directory = desk_directory(desk.name);
     fs::create_directory(directory);
@@ -303,10 +305,12 @@ ServeDaemon::ServeDaemon(std::initializer_list<DeskSetup> desks, std::string run
     write_file(directory + "/plan.md", "plan v1\n");
     write_file(directory + "/.env", "API_KEY=deskd-serve-secret\n");
     write_file(script_path(desk.name), desk.script);
+    std::string hidden = "\"desks/" + desk.name + "/.env\"";
+    for (const auto& path : desk.hidden_paths) hidden += ", \"" + path + "\"";
     config += "[[desk]]\n"
               "name = \"" + desk.name + "\"\n"
               "directory = \"desks/" + desk.name + "\"\n"
-              "hidden_paths = [\"desks/" + desk.name + "/.env\"]\n" +
+              "hidden_paths = [" + hidden + "]\n" +
               desk.settings + "\n"
               "[desk.model]\n" +
               (desk.model.empty() ? "script = \"" + desk.name + ".jsonl\"\n" : desk.model) + "\n" +
@@ -328,7 +332,7 @@ ServeDaemon::~ServeDaemon() {
 bool ServeDaemon::start(const std::vector<std::string>& environment, std::string* why,
                         std::chrono::milliseconds timeout) {
   deskd_ = std::make_unique<DeskdProcess>(std::vector<std::string>{"serve", "--config", config_path()},
-                                          std::nullopt, environment);
+                                          std::nullopt, environment, run_as_);
   const auto deadline = Clock::now() + timeout;
   while (left_until(deadline).count() > 0) {
     if (!deskd_->running()) {
@@ -345,6 +349,15 @@ bool ServeDaemon::start(const std::vector<std::string>& environment, std::string
   }
   if (why != nullptr) *why = "the socket did not answer in time:\n" + deskd_->error_output();
   return false;
+}
+
+void ServeDaemon::run_as(uid_t uid) {
+  run_as_ = uid;
+  std::error_code error;
+  if (::lchown(folder_.c_str(), uid, uid) != 0) ADD_FAILURE() << "lchown " << folder_;
+  for (const auto& entry : fs::recursive_directory_iterator(folder_, error)) {
+    if (::lchown(entry.path().c_str(), uid, uid) != 0) ADD_FAILURE() << "lchown " << entry.path();
+  }
 }
 
 int ServeDaemon::stop(std::chrono::milliseconds timeout) {

@@ -93,6 +93,7 @@ struct DeskSetup {
   std::string settings = {};  ///< TOML lines added to its [[desk]] table (before its subtables)
   std::string tables = {};    ///< TOML added after [desk.model], e.g. [[desk.schedule]] tables
   std::string model = {};     ///< the [desk.model] lines; empty: the script model on `script`
+  std::vector<std::string> hidden_paths = {};  ///< hidden beside its .env, relative to the config folder
 };
 
 /// A config in a temporary folder and `deskd serve` on it. The destructor stops deskd with
@@ -100,8 +101,10 @@ struct DeskSetup {
 class ServeDaemon {
  public:
   /// Writes the config: a [runner] with the state folder and socket in the temporary
-  /// folder, shutdown_grace_seconds = 1, plus `runner_settings` lines; then the desks.
-  explicit ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings = "");
+  /// folder, shutdown_grace_seconds = 1, plus `runner_settings` lines; then `tables` (TOML
+  /// tables such as [model]); then the desks.
+  explicit ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings = "",
+                       std::string tables = "");
   ~ServeDaemon();
   ServeDaemon(const ServeDaemon&) = delete;
   ServeDaemon& operator=(const ServeDaemon&) = delete;
@@ -110,6 +113,9 @@ class ServeDaemon {
   /// the socket answers a desks request; false (with deskd's log in `why`) when it did not.
   bool start(const std::vector<std::string>& environment = {}, std::string* why = nullptr,
              std::chrono::milliseconds timeout = 30s);
+  /// Before start(): deskd will run as `uid` (and the same gid), an unprivileged deskd; the
+  /// temporary folder, config, desks and scripts are given to it.
+  void run_as(uid_t uid);
   /// SIGTERM, then deskd's exit status (-1 when it did not exit within `timeout`).
   int stop(std::chrono::milliseconds timeout = 30s);
   /// The running deskd; start() must have run.
@@ -137,6 +143,7 @@ class ServeDaemon {
 
  private:
   std::string folder_;
+  std::optional<uid_t> run_as_;
   std::unique_ptr<DeskdProcess> deskd_;
 };
 

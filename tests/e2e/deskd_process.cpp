@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,7 +35,7 @@ std::string temporary_path(const char* prefix) {
 const char* deskd_binary() { return DESKD_BINARY; }
 
 DeskdProcess::DeskdProcess(const std::vector<std::string>& arguments, std::optional<std::string> stdin_path,
-                           const std::vector<std::string>& environment)
+                           const std::vector<std::string>& environment, std::optional<uid_t> run_as)
     : error_path_(temporary_path("deskd-e2e-stderr-")) {
   int input_pipe[2] = {-1, -1};
   int output_pipe[2];
@@ -66,6 +68,14 @@ DeskdProcess::DeskdProcess(const std::vector<std::string>& arguments, std::optio
     ::dup2(stdin_fd, 0);
     ::dup2(output_pipe[1], 1);
     ::dup2(error_fd, 2);
+    if (run_as) {
+      const gid_t gid = *run_as;
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
+          ::setresuid(*run_as, *run_as, *run_as) != 0) {
+        ::_exit(126);
+      }
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the uid change cleared it; deskd must not outlive the test
+    }
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }

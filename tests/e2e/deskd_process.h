@@ -20,10 +20,12 @@ class DeskdProcess {
  public:
   /// Starts `deskd ARGUMENTS...`; stdin is a pipe, or the file `stdin_path` when given.
   /// `environment` ("NAME=value" each) is added to the test's own, replacing a variable of
-  /// the same name.
+  /// the same name. With `run_as`, deskd runs as that uid and gid (no supplementary groups)
+  /// instead of the test's: an unprivileged deskd started by a root test.
   explicit DeskdProcess(const std::vector<std::string>& arguments,
                         std::optional<std::string> stdin_path = std::nullopt,
-                        const std::vector<std::string>& environment = {});
+                        const std::vector<std::string>& environment = {},
+                        std::optional<uid_t> run_as = std::nullopt);
   ~DeskdProcess();
   DeskdProcess(const DeskdProcess&) = delete;
   DeskdProcess& operator=(const DeskdProcess&) = delete;

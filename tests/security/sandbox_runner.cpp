@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace deskd::security_testing {
 namespace {
@@ -163,6 +165,8 @@ uid_t sandbox_host_uid(Daemon daemon) {
   return daemon == Daemon::root ? kRootSandboxUid : kUnprivilegedUid;
 }
 
+uid_t daemon_host_uid(Daemon daemon) { return daemon == Daemon::root ? 0 : kUnprivilegedUid; }
+
 const std::string& deskd_binary() {
   static const std::string path = BinaryCopies::instance().locate(DESKD_BINARY);
   return path;
@@ -202,8 +206,8 @@ SandboxRun run_deskd(Daemon daemon, const std::vector<std::string>& arguments,
     return run;
   }
   if (child == 0) {
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(out_pipe[1], 1) < 0 ||
+    const int input = ::open(options.standard_input.c_str(), O_RDONLY);
+    if (input < 0 || ::dup2(input, 0) < 0 || ::dup2(out_pipe[1], 1) < 0 ||
         ::dup2(err_pipe[1], 2) < 0)
       child_exit("redirect stdio");
     if (options.open_extra_fds) open_extra_fds();
@@ -267,6 +271,20 @@ SandboxRun run_in_sandbox(Daemon daemon, const TestDesk& desk,
   arguments.push_back("--");
   arguments.insert(arguments.end(), command.begin(), command.end());
   return run_deskd(daemon, arguments, options);
+}
+
+HostFolder::HostFolder(std::string path, uid_t owner) : path_(std::move(path)) {
+  std::error_code error;
+  fs::create_directory(path_, error);
+  if (error) ADD_FAILURE() << "mkdir " << path_ << ": " << error.message();
+  ::chmod(path_.c_str(), 0755);
+  if (::chown(path_.c_str(), owner, owner) != 0) ADD_FAILURE() << "chown " << path_;
+}
+
+HostFolder::~HostFolder() {
+  std::error_code error;
+  fs::remove_all(path_, error);
+  if (error) ADD_FAILURE() << "could not remove " << path_ << ": " << error.message();
 }
 
 std::string first_line(std::string_view text) {

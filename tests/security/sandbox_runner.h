@@ -35,6 +35,8 @@ void PrintTo(Daemon daemon, std::ostream* stream);
 
 /// The host uid that files written inside a sandbox belong to, for this daemon.
 uid_t sandbox_host_uid(Daemon daemon);
+/// The host uid deskd itself runs as: 0, or kUnprivilegedUid.
+uid_t daemon_host_uid(Daemon daemon);
 
 /// The deskd binary, at a path the unprivileged uid can execute.
 const std::string& deskd_binary();
@@ -50,6 +52,8 @@ struct LaunchOptions {
   bool open_extra_fds = false;
   /// deskd's working folder.
   std::string working_directory = "/";
+  /// The file deskd reads as its standard input (opened by the test, before any uid change).
+  std::string standard_input = "/dev/null";
   /// After this, deskd is killed with SIGKILL and the run counts as timed out.
   std::chrono::milliseconds timeout{20000};
 };
@@ -69,7 +73,7 @@ struct SandboxRun {
   std::string describe() const;
 };
 
-/// Runs `deskd ARGUMENTS...` as the given daemon, stdin from /dev/null.
+/// Runs `deskd ARGUMENTS...` as the given daemon, stdin from options.standard_input.
 SandboxRun run_deskd(Daemon daemon, const std::vector<std::string>& arguments,
                      const LaunchOptions& options = {});
 
@@ -139,6 +143,20 @@ class SandboxTest : public ::testing::TestWithParam<Daemon> {
       ::deskd::security_testing::daemon_test_name)
 
 // ---- host-side helpers ----
+
+/// A folder the test makes on the host outside any desk (/var/tmp/X, /etc/X, ...), mode
+/// 0755 and owned by `owner` (uid and gid); removed, with what it holds, with the object.
+class HostFolder {
+ public:
+  HostFolder(std::string path, uid_t owner);
+  ~HostFolder();
+  HostFolder(const HostFolder&) = delete;
+  HostFolder& operator=(const HostFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 /// The first line of text, without its newline.
 std::string first_line(std::string_view text);
