@@ -11,6 +11,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "sandbox/cgroup_v1.h"
 #include "sandbox/host_support.h"
 
 namespace deskd::sandbox {
@@ -53,51 +54,82 @@ Result<std::string> prepared_parent() {
 
 std::atomic<unsigned> sandbox_counter{0};
 
-}  // namespace
-
-SandboxCgroup& SandboxCgroup::operator=(SandboxCgroup&& other) noexcept {
-  if (this != &other) {
-    destroy();
-    path_ = std::move(other.path_);
-    directory_ = std::move(other.directory_);
-  }
-  return *this;
+std::string sandbox_name() {
+  return "sandbox-" + std::to_string(::getpid()) + "-" + std::to_string(sandbox_counter.fetch_add(1) + 1);
 }
 
-SandboxCgroup::~SandboxCgroup() { destroy(); }
+// A counter from a flat keyed file ("max 3", "oom_kill 1"); 0 when absent.
+std::uint64_t keyed_counter(const std::string& path, const std::string& key) {
+  std::ifstream file(path);
+  std::string name;
+  for (std::uint64_t value = 0; file >> name >> value;) {
+    if (name == key) return value;
+  }
+  return 0;
+}
 
-void SandboxCgroup::kill_all() {
-  if (path_.empty()) return;
-  if (write_file(path_ + "/cgroup.kill", "1").ok()) return;
-  // Before Linux 5.14: kill each process listed, until none is left.
-  for (int round = 0; round < 100; ++round) {
-    std::ifstream procs(path_ + "/cgroup.procs");
-    bool any = false;
-    for (pid_t pid = 0; procs >> pid;) {
-      ::kill(pid, SIGKILL);
-      any = true;
+// The v1 folders deskd may make sandbox cgroups in: memory and pids are needed (the
+// limits are the point), cpu is used when there.
+struct Version1Folders {
+  std::string memory, pids;
+  std::optional<std::string> cpu;
+};
+
+std::optional<Version1Folders> version1_folders() {
+  static const std::optional<Version1Folders> folders = []() -> std::optional<Version1Folders> {
+    if (delegated_cgroup_directory()) return std::nullopt;  // v2 first
+    auto memory = cgroup_v1::own_folder("memory");
+    auto pids = cgroup_v1::own_folder("pids");
+    if (!memory || !pids) return std::nullopt;
+    return Version1Folders{*memory, *pids, cgroup_v1::own_folder("cpu")};
+  }();
+  return folders;
+}
+
+Result<void> write_cpu_quota(const std::string& quota_file, const std::string& period_file, double cpus) {
+  constexpr long kPeriod = 100000;
+  DESKD_RETURN_IF_ERROR(write_file(period_file, std::to_string(kPeriod)));
+  return write_file(quota_file, std::to_string(std::lround(cpus * kPeriod)));
+}
+
+// Under a root deskd on a hybrid host: one folder per hierarchy, the same name in each.
+Result<std::optional<SandboxCgroup>> create_version1(const Version1Folders& parents, const ResourceLimits& limits) {
+  if (limits.cpus && !parents.cpu) {
+    return Error::make(ErrorCode::unsupported,
+                       "A CPU limit was asked for, but this host's cgroup v1 has no cpu hierarchy deskd can use.");
+  }
+  const std::string name = sandbox_name();
+  std::vector<std::string> folders;
+  for (const std::string* parent : {&parents.memory, &parents.pids}) folders.push_back(*parent + "/" + name);
+  if (limits.cpus) folders.push_back(*parents.cpu + "/" + name);
+  std::vector<std::string> made;
+  for (const auto& folder : folders) {
+    if (::mkdir(folder.c_str(), 0755) != 0) {
+      const int error_number = errno;
+      for (const auto& done : made) ::rmdir(done.c_str());
+      return Error::from_errno(error_number, "Creating the cgroup " + folder + " failed");
     }
-    if (!any) return;
-    ::usleep(1000);
+    made.push_back(folder);
   }
+  SandboxCgroup cgroup(SandboxCgroup::Version::one, folders, UniqueFd());
+  const std::string& memory = folders[0];
+  const std::string& pids = folders[1];
+  DESKD_RETURN_IF_ERROR(write_file(pids + "/pids.max", std::to_string(limits.processes)));
+  if (limits.memory_bytes) {
+    DESKD_RETURN_IF_ERROR(write_file(memory + "/memory.limit_in_bytes", std::to_string(*limits.memory_bytes)));
+    // memory and swap together: a hog must be stopped, not pushed into swap.
+    if (exists(memory + "/memory.memsw.limit_in_bytes")) {
+      DESKD_RETURN_IF_ERROR(write_file(memory + "/memory.memsw.limit_in_bytes", std::to_string(*limits.memory_bytes)));
+    }
+  }
+  if (limits.cpus) {
+    DESKD_RETURN_IF_ERROR(write_cpu_quota(folders[2] + "/cpu.cfs_quota_us", folders[2] + "/cpu.cfs_period_us", *limits.cpus));
+  }
+  return std::optional<SandboxCgroup>(std::move(cgroup));
 }
 
-void SandboxCgroup::destroy() {
-  if (path_.empty()) return;
-  kill_all();
-  directory_.reset();
-  // The killed processes leave the cgroup once they are reaped, which takes a moment.
-  for (int attempt = 0; attempt < 200 && ::rmdir(path_.c_str()) != 0 && errno == EBUSY; ++attempt) {
-    ::usleep(1000);
-  }
-  path_.clear();
-}
-
-Result<std::optional<SandboxCgroup>> create_sandbox_cgroup(const ResourceLimits& limits) {
-  DESKD_ASSIGN_OR_RETURN(const std::string parent, prepared_parent());
-  if (parent.empty()) return std::optional<SandboxCgroup>();
-  const std::string path = parent + "/sandbox-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(sandbox_counter.fetch_add(1) + 1);
+Result<std::optional<SandboxCgroup>> create_version2(const std::string& parent, const ResourceLimits& limits) {
+  const std::string path = parent + "/" + sandbox_name();
   if (::mkdir(path.c_str(), 0755) != 0) return Error::from_errno(errno, "Creating the cgroup " + path + " failed");
   UniqueFd directory(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!directory) {
@@ -105,7 +137,7 @@ Result<std::optional<SandboxCgroup>> create_sandbox_cgroup(const ResourceLimits&
     ::rmdir(path.c_str());
     return Error::from_errno(error_number, "Opening the cgroup " + path + " failed");
   }
-  SandboxCgroup cgroup(path, std::move(directory));
+  SandboxCgroup cgroup(SandboxCgroup::Version::two, {path}, std::move(directory));
   DESKD_RETURN_IF_ERROR(write_file(path + "/pids.max", std::to_string(limits.processes)));
   if (limits.memory_bytes) {
     DESKD_RETURN_IF_ERROR(write_file(path + "/memory.max", std::to_string(*limits.memory_bytes)));
@@ -122,6 +154,94 @@ Result<std::optional<SandboxCgroup>> create_sandbox_cgroup(const ResourceLimits&
     DESKD_RETURN_IF_ERROR(write_file(path + "/cpu.max", std::to_string(quota) + " " + std::to_string(kPeriod)));
   }
   return std::optional<SandboxCgroup>(std::move(cgroup));
+}
+
+}  // namespace
+
+SandboxCgroup& SandboxCgroup::operator=(SandboxCgroup&& other) noexcept {
+  if (this != &other) {
+    destroy();
+    version_ = other.version_;
+    folders_ = std::move(other.folders_);
+    directory_ = std::move(other.directory_);
+  }
+  return *this;
+}
+
+SandboxCgroup::~SandboxCgroup() { destroy(); }
+
+std::vector<std::string> SandboxCgroup::procs_files() const {
+  std::vector<std::string> files;
+  for (const auto& folder : folders_) files.push_back(folder + "/cgroup.procs");
+  return files;
+}
+
+LimitHits SandboxCgroup::limit_hits() const {
+  LimitHits hits;
+  if (folders_.empty()) return hits;
+  if (version_ == Version::two) {
+    hits.process_limit = keyed_counter(folders_[0] + "/pids.events", "max");
+    hits.memory_kills = keyed_counter(folders_[0] + "/memory.events", "oom_kill");
+  } else {
+    hits.memory_kills = keyed_counter(folders_[0] + "/memory.oom_control", "oom_kill");
+    hits.process_limit = keyed_counter(folders_[1] + "/pids.events", "max");
+  }
+  return hits;
+}
+
+void SandboxCgroup::kill_all() {
+  if (folders_.empty()) return;
+  if (version_ == Version::two && write_file(folders_[0] + "/cgroup.kill", "1").ok()) return;
+  // cgroup v1, or v2 before Linux 5.14: kill each process listed, until none is left.
+  for (int round = 0; round < 100; ++round) {
+    bool any = false;
+    for (const auto& procs_file : procs_files()) {
+      std::ifstream procs(procs_file);
+      for (pid_t pid = 0; procs >> pid;) {
+        ::kill(pid, SIGKILL);
+        any = true;
+      }
+    }
+    if (!any) return;
+    ::usleep(1000);
+  }
+}
+
+void SandboxCgroup::destroy() {
+  if (folders_.empty()) return;
+  kill_all();
+  directory_.reset();
+  // The killed processes leave the cgroup once they are reaped, which takes a moment.
+  for (const auto& folder : folders_) {
+    for (int attempt = 0; attempt < 200 && ::rmdir(folder.c_str()) != 0 && errno == EBUSY; ++attempt) {
+      ::usleep(1000);
+    }
+  }
+  folders_.clear();
+}
+
+Result<std::optional<SandboxCgroup>> create_sandbox_cgroup(const ResourceLimits& limits) {
+  DESKD_ASSIGN_OR_RETURN(const std::string parent, prepared_parent());
+  if (!parent.empty()) return create_version2(parent, limits);
+  if (const auto folders = version1_folders()) return create_version1(*folders, limits);
+  return std::optional<SandboxCgroup>();
+}
+
+SupportCheck check_desk_limits() {
+  SupportCheck check;
+  check.name = "per-desk limits";
+  check.available = true;
+  if (delegated_cgroup_directory()) {
+    check.detail = "cgroup v2: memory, processes and CPU for each desk as a whole";
+  } else if (const auto folders = version1_folders()) {
+    check.detail = std::string("cgroup v1 (deskd is root on a hybrid host): memory and processes") +
+                   (folders->cpu ? " and CPU" : "") + " for each desk as a whole";
+  } else {
+    check.available = false;
+    check.detail = "rlimits only: memory per process (RLIMIT_AS), processes per uid, no CPU limit";
+    check.fix = "give deskd a delegated cgroup v2 subtree (systemd: Delegate=yes), or run it as root";
+  }
+  return check;
 }
 
 }  // namespace deskd::sandbox

@@ -162,8 +162,8 @@ Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, con
   DESKD_ASSIGN_OR_RETURN(std::optional<SandboxCgroup> cgroup, create_sandbox_cgroup(spec.limits));
   if (!cgroup && spec.limits.cpus) {
     return Error::make(ErrorCode::unsupported,
-                       "The sandbox could not be set up: a CPU limit needs a delegated cgroup v2 subtree, "
-                       "and this host has none (see deskd doctor).");
+                       "The sandbox could not be set up: a CPU limit needs a cgroup (a delegated cgroup v2 "
+                       "subtree, or cgroup v1 under a root deskd), and this host gives deskd none (see deskd doctor).");
   }
 
   ChildContext context;
@@ -201,18 +201,21 @@ Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, con
   init_spec.reset();
 
   const bool placed_in_cgroup = raw_pidfd >= 0;  // clone3 took CLONE_INTO_CGROUP
-  const std::string cgroup_procs = cgroup ? cgroup->path() + "/cgroup.procs" : std::string();
+  const std::vector<std::string> cgroup_procs = cgroup ? cgroup->procs_files() : std::vector<std::string>{};
   SandboxedProcess process(pid, UniqueFd(raw_pidfd), std::move(cgroup));
   sync.read_end.reset();
   failures.write_end.reset();
-  if (!cgroup_procs.empty() && !placed_in_cgroup) {
-    // The clone fallback cannot place the child; it is placed before it is woken up.
+  // clone3 placed a v2 child already; cgroup v1 (or the clone fallback) places it here,
+  // before it is woken up.
+  if (!placed_in_cgroup || cgroup_fd < 0) {
     const std::string text = std::to_string(pid);
-    UniqueFd procs(::open(cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC));
-    if (!procs || ::write(procs.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-      const int error_number = errno;
-      process.close();
-      return Error::from_errno(error_number, "The sandbox could not be set up: moving it into " + cgroup_procs + " failed");
+    for (const auto& procs_file : cgroup_procs) {
+      UniqueFd procs(::open(procs_file.c_str(), O_WRONLY | O_CLOEXEC));
+      if (!procs || ::write(procs.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+        const int error_number = errno;
+        process.close();
+        return Error::from_errno(error_number, "The sandbox could not be set up: moving it into " + procs_file + " failed");
+      }
     }
   }
   auto mapped = write_identity_maps(pid, context.identity);

@@ -22,7 +22,9 @@ enum class NetworkMode { none, host };
 
 /// Limits on what the sandbox may consume. Unset means "no limit beyond the defaults".
 struct ResourceLimits {
-  std::optional<std::uint64_t> memory_bytes;  ///< cgroup memory.max, else RLIMIT_AS
+  /// For the desk as a whole with a cgroup (memory.max, or v1 memory.limit_in_bytes), else
+  /// RLIMIT_AS per process. Never unlimited by default: 2 GiB.
+  std::optional<std::uint64_t> memory_bytes = std::uint64_t{2} << 30;
   std::uint64_t processes = 1024;             ///< cgroup pids.max, else RLIMIT_NPROC
   std::optional<double> cpus;                 ///< cgroup cpu.max in CPUs (e.g. 1.5)
   std::uint64_t file_size_bytes = std::uint64_t{4} << 30;  ///< RLIMIT_FSIZE

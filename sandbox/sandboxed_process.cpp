@@ -15,7 +15,8 @@ SandboxedProcess::SandboxedProcess(SandboxedProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       pidfd_(std::move(other.pidfd_)),
       cgroup_(std::move(other.cgroup_)),
-      exit_status_(other.exit_status_) {}
+      exit_status_(other.exit_status_),
+      final_hits_(other.final_hits_) {}
 
 SandboxedProcess& SandboxedProcess::operator=(SandboxedProcess&& other) noexcept {
   if (this != &other) {
@@ -24,6 +25,7 @@ SandboxedProcess& SandboxedProcess::operator=(SandboxedProcess&& other) noexcept
     pidfd_ = std::move(other.pidfd_);
     cgroup_ = std::move(other.cgroup_);
     exit_status_ = other.exit_status_;
+    final_hits_ = other.final_hits_;
   }
   return *this;
 }
@@ -39,6 +41,7 @@ Result<std::optional<int>> SandboxedProcess::reap(bool block) {
   if (reaped == 0) return std::optional<int>();
   exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   pidfd_.reset();
+  if (cgroup_) final_hits_ = cgroup_->limit_hits();
   cgroup_.reset();  // the pid namespace is gone; the cgroup kills any straggler and goes
   return exit_status_;
 }

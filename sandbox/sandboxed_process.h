@@ -44,12 +44,17 @@ class SandboxedProcess {
   /// Kills every process of the sandbox and reaps the init. Idempotent.
   void close();
 
+  /// How often the sandbox ran into its cgroup's limits so far, also after it ended (the
+  /// counters are kept at the reaping); zeros without a cgroup.
+  LimitHits limit_hits() const { return cgroup_ ? cgroup_->limit_hits() : final_hits_; }
+
  private:
   Result<std::optional<int>> reap(bool block);
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   std::optional<SandboxCgroup> cgroup_;  // destroyed (killed, removed) once the init is reaped
   std::optional<int> exit_status_;
+  LimitHits final_hits_{};
 };
 
 }  // namespace deskd::sandbox

@@ -13,6 +13,7 @@
 #include "runner/app/desk_id_range_check.h"
 #include "runner/app/desk_ids.h"
 #include "sandbox/host_support.h"
+#include "sandbox/cgroup_limits.h"
 #include "sandbox/launch_trial.h"
 
 namespace deskd::app {
@@ -172,6 +173,7 @@ int run_doctor_command(std::span<const std::string_view> arguments) {
   std::vector<SupportCheck> checks = sandbox::check_host_support();
   checks.push_back(check_desk_id_range(config.runner.desk_uid_first, config.runner.desk_uid_count, desk_ids,
                                        ::geteuid() == 0));
+  checks.push_back(sandbox::check_desk_limits());
   // Last, and only when every feature is there: what a launch really does, step by step.
   if (sandbox::full_sandbox_possible(checks)) checks.push_back(sandbox::try_sandbox_launch());
   if (json) {

@@ -8,6 +8,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <cstdio>
 #include <deque>
+#include <vector>
 
 #include "base/hex.h"
 #include "runner/tools/bash_loop.h"
@@ -99,7 +100,36 @@ struct BashSession::State {
   Report read_reports(const std::string& id, int& status);
   awaitable<CommandOutcome> run_locked(const std::string& command);
   awaitable<CommandOutcome> finish_after_death();
+  std::string limits_note();
+
+  // The sandbox's limit counters when this terminal started (zero: a new cgroup), and
+  // where they stood when it was stopped.
+  sandbox::LimitHits ended_hits{};
 };
+
+// A desk that met its process or memory limit gets a fresh terminal: whatever was left
+// running (a fork bomb, a hog) goes with the old one, and the model is told which limit.
+std::string BashSession::State::limits_note() {
+  const sandbox::LimitHits hits = process ? process->limit_hits() : ended_hits;
+  std::vector<std::string> met;
+  if (hits.process_limit > 0) {
+    met.push_back("its process limit (" + std::to_string(spec.limits.processes) + " processes)");
+  }
+  if (hits.memory_kills > 0) {
+    const std::string size = spec.limits.memory_bytes
+                                 ? std::to_string(*spec.limits.memory_bytes >> 20) + " MiB"
+                                 : std::string("the host's memory");
+    met.push_back("its memory limit (" + size + "), and the kernel killed a process");
+  }
+  ended_hits = {};
+  if (met.empty()) return "";
+  stop();
+  ended_hits = {};
+  std::string note = "The desk reached " + met.front();
+  if (met.size() > 1) note += " and " + met.back();
+  return note + ". Its terminal was restarted, so every process it had (background jobs too) has ended and "
+                "the folder and variables are reset.";
+}
 
 awaitable<void> BashSession::State::lock() {
   if (!busy) {
@@ -167,7 +197,10 @@ Result<void> BashSession::State::start() {
 }
 
 void BashSession::State::stop() {
-  if (process) process->close();  // kills every process of the sandbox, background jobs too
+  if (process) {
+    process->close();  // kills every process of the sandbox, background jobs too
+    ended_hits = process->limit_hits();
+  }
   process.reset();
   input.reset();
   output.reset();
@@ -328,6 +361,10 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
   std::exception_ptr cancelled;
   try {
     outcome = co_await state->run_locked(command);
+    if (const std::string note = state->limits_note(); !note.empty()) {
+      if (!outcome.output.empty() && outcome.output.back() != '\n') outcome.output += '\n';
+      outcome.output += note;
+    }
   } catch (const boost::system::system_error& error) {
     // Cancelled (a /stop): the command may still be running, so the terminal is stopped
     // and the cancellation goes on to the caller.

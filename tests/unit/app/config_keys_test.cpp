@@ -24,6 +24,8 @@ namespace fs = std::filesystem;
 TEST_F(ConfigTest, TheSandboxsViewKeysAreReadAndADeskMayOverrideThem) {
   fs::create_directories(root_ / "shared");
   fs::create_symlink(root_ / "shared", root_ / "shared-link");
+  // In the full view the desk's own uid must be able to search the way to beta's folder.
+  fs::permissions(root_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   const Config config = valid(R"([sandbox]
 cpus = 1.5
 host_view = "full"
