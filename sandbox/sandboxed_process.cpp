@@ -1,12 +1,19 @@
 #include "sandbox/sandboxed_process.h"
 
+#include <dirent.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
 #include <utility>
 
 namespace deskd::sandbox {
@@ -41,7 +48,7 @@ Result<std::optional<int>> SandboxedProcess::reap(bool block) {
   if (reaped == 0) return std::optional<int>();
   exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   pidfd_.reset();
-  if (cgroup_) final_hits_ = cgroup_->limit_hits();
+  if (cgroup_) final_hits_ = cgroup_->limit_hits();  // without one, nothing is left to count
   cgroup_.reset();  // the pid namespace is gone; the cgroup kills any straggler and goes
   return exit_status_;
 }
@@ -66,6 +73,58 @@ Result<void> SandboxedProcess::signal(int signal_number) {
                            : ::kill(pid_, signal_number);
   if (sent != 0 && errno != ESRCH) return Error::from_errno(errno, "Signalling the sandbox failed");
   return success();
+}
+
+namespace {
+
+// Every process below `pid`, from the PPid lines of /proc/*/status: the sandbox's pid
+// namespace holds only its init's descendants. (Not /proc/PID/task/*/children: the init is
+// non-dumpable, so an unprivileged deskd may not read those.) Only processes of the init's
+// uid are looked at; every process of a sandbox runs as it.
+std::uint64_t descendants(pid_t pid) {
+  struct stat init_status {};
+  const std::string init_folder = "/proc/" + std::to_string(pid);
+  if (::stat(init_folder.c_str(), &init_status) != 0) return 0;
+  std::multimap<pid_t, pid_t> children;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return 0;
+  while (const dirent* entry = ::readdir(proc)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    const std::string folder = std::string("/proc/") + entry->d_name;
+    struct stat status {};
+    if (::stat(folder.c_str(), &status) != 0 || status.st_uid != init_status.st_uid) continue;
+    std::ifstream file(folder + "/status");
+    for (std::string line; std::getline(file, line);) {
+      if (line.rfind("PPid:", 0) != 0) continue;
+      children.emplace(static_cast<pid_t>(std::atol(line.c_str() + 5)), static_cast<pid_t>(std::atol(entry->d_name)));
+      break;
+    }
+  }
+  ::closedir(proc);
+  std::uint64_t count = 0;
+  std::vector<pid_t> pending{pid};
+  while (!pending.empty()) {
+    const pid_t next = pending.back();
+    pending.pop_back();
+    const auto [first, last] = children.equal_range(next);
+    for (auto child = first; child != last; ++child) {
+      ++count;
+      pending.push_back(child->second);
+    }
+  }
+  return count;
+}
+
+}  // namespace
+
+LimitHits SandboxedProcess::limit_hits(std::uint64_t process_limit) const {
+  if (cgroup_) return cgroup_->limit_hits();
+  if (exit_status_ || pid_ < 0) return final_hits_;
+  LimitHits hits;
+  // RLIMIT_NPROC counts the uid's processes in the sandbox's user namespace as the kernel
+  // sees them at fork; one short of the limit here (a process being reaped, say) is at it.
+  if (descendants(pid_) + 2 >= process_limit) hits.process_limit = 1;
+  return hits;
 }
 
 void SandboxedProcess::close() {

@@ -44,9 +44,11 @@ class SandboxedProcess {
   /// Kills every process of the sandbox and reaps the init. Idempotent.
   void close();
 
-  /// How often the sandbox ran into its cgroup's limits so far, also after it ended (the
-  /// counters are kept at the reaping); zeros without a cgroup.
-  LimitHits limit_hits() const { return cgroup_ ? cgroup_->limit_hits() : final_hits_; }
+  /// How often the sandbox ran into its limits so far, also after it ended (the counters are
+  /// kept at the reaping). From the cgroup's counters; without a cgroup (the rlimit
+  /// fallback) the process limit counts as met when the sandbox holds `process_limit`
+  /// processes, counted from its init down; memory cannot be told then.
+  LimitHits limit_hits(std::uint64_t process_limit) const;
 
  private:
   Result<std::optional<int>> reap(bool block);

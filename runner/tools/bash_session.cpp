@@ -6,6 +6,7 @@
 
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <vector>
@@ -110,7 +111,7 @@ struct BashSession::State {
 // A desk that met its process or memory limit gets a fresh terminal: whatever was left
 // running (a fork bomb, a hog) goes with the old one, and the model is told which limit.
 std::string BashSession::State::limits_note() {
-  const sandbox::LimitHits hits = process ? process->limit_hits() : ended_hits;
+  const sandbox::LimitHits hits = process ? process->limit_hits(spec.limits.processes) : ended_hits;
   std::vector<std::string> met;
   if (hits.process_limit > 0) {
     met.push_back("its process limit (" + std::to_string(spec.limits.processes) + " processes)");
@@ -198,8 +199,11 @@ Result<void> BashSession::State::start() {
 
 void BashSession::State::stop() {
   if (process) {
+    ended_hits = process->limit_hits(spec.limits.processes);
     process->close();  // kills every process of the sandbox, background jobs too
-    ended_hits = process->limit_hits();
+    const sandbox::LimitHits last = process->limit_hits(spec.limits.processes);  // a cgroup's final counts
+    ended_hits.process_limit = std::max(ended_hits.process_limit, last.process_limit);
+    ended_hits.memory_kills = std::max(ended_hits.memory_kills, last.memory_kills);
   }
   process.reset();
   input.reset();
@@ -360,10 +364,14 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
   CommandOutcome outcome;
   std::exception_ptr cancelled;
   try {
+    // A limit met since the last command (a fork bomb keeps forking after its command
+    // returned) restarts the terminal before this one runs, in a sandbox of its own.
+    const std::string before = state->limits_note();
     outcome = co_await state->run_locked(command);
-    if (const std::string note = state->limits_note(); !note.empty()) {
+    if (!before.empty()) outcome.output = before + "\n" + outcome.output;
+    if (const std::string after = state->limits_note(); !after.empty()) {
       if (!outcome.output.empty() && outcome.output.back() != '\n') outcome.output += '\n';
-      outcome.output += note;
+      outcome.output += after;
     }
   } catch (const boost::system::system_error& error) {
     // Cancelled (a /stop): the command may still be running, so the terminal is stopped
