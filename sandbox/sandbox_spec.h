@@ -59,6 +59,9 @@ struct SandboxSettings {
   /// Names copied from deskd's environment.
   std::vector<std::string> environment_variables{};
   std::optional<std::string> hostname;
+  /// A disk and inode quota on the writable places (sandbox/disk_quota.h); none when unset.
+  std::optional<std::uint64_t> disk_quota_bytes;
+  std::optional<std::uint64_t> inode_quota;
   /// Host ids of the desk's processes under a root deskd (default kDefaultDeskUid).
   std::optional<uid_t> uid;
   std::optional<gid_t> gid;

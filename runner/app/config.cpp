@@ -260,6 +260,15 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
   if (auto megabytes = reader.whole("memory_mb", 16, kMaximumMebibytes)) {
     sandbox.memory_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
   }
+  // A quota is a file system image per desk, which only a root deskd can mount.
+  if (auto megabytes = reader.whole("disk_quota_mb", 8, kMaximumMebibytes)) {
+    sandbox.disk_quota_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
+    if (const toml::node* node = reader.find("disk_quota_mb"); node != nullptr && ::geteuid() != 0) {
+      reader.problem(*node, "a disk quota needs deskd to run as root: it mounts a file system image for each desk's "
+                            "writable places");
+    }
+  }
+  if (auto inodes = reader.whole("inode_quota", 64, std::int64_t{1} << 32)) sandbox.inode_quota = *inodes;
   if (auto processes = reader.whole("processes", 2, 4'194'304)) sandbox.processes = *processes;
   if (auto megabytes = reader.whole("file_size_mb", 1, kMaximumMebibytes)) {
     sandbox.file_size_bytes = static_cast<std::uint64_t>(*megabytes) << 20;

@@ -12,6 +12,7 @@
 #include "runner/app/sandbox_options.h"
 #include "runner/model/model_turn_runner.h"
 #include "runner/tools/desk_tools.h"
+#include "sandbox/disk_quota.h"
 #include "sandbox/file_opener.h"
 #include "sandbox/launcher.h"
 
@@ -90,6 +91,13 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   }
   auto spec = build_desk_sandbox_spec(desk_config.directory, desk_config.hidden_paths, sandbox_settings);
   if (!spec.ok()) return step_failed("building the sandbox", spec.error());
+  if (sandbox_settings.disk_quota_bytes) {
+    // One inode per 16 KiB unless the config says otherwise, as mkfs would for small files.
+    const sandbox::DiskQuota quota{*sandbox_settings.disk_quota_bytes,
+                                   sandbox_settings.inode_quota.value_or(*sandbox_settings.disk_quota_bytes / 16384)};
+    auto given = sandbox::give_places_a_quota(*spec, state / "quota", quota);
+    if (!given.ok()) return step_failed("giving the desk its disk quota", given.error());
+  }
   if (auto tried = try_sandbox(*spec); !tried.ok()) return step_failed("starting the sandbox", tried.error());
 
   // The one confinement of the desk: the sandbox's, also behind the accepting of proposals.
