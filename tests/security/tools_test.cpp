@@ -101,6 +101,40 @@ TEST_P(ToolsTest, WithoutDeskTheCurrentFolderIsTheDesk) {
   EXPECT_TRUE(fs::is_empty(folder)) << "deskd created something in " << folder;
 }
 
+TEST_P(ToolsTest, ADeskUnderAParentItsUidCannotSearchStartsAndWrites) {
+  // A 0700 parent (a mkdtemp folder, /root): deskd's, not the desk's. A root deskd opens the
+  // desk folder itself; the sandbox builds its own way there.
+  const std::string parent = desk().root() + "/private";
+  ASSERT_TRUE(fs::create_directory(parent));
+  const std::string folder = parent + "/desk";
+  ASSERT_TRUE(fs::create_directory(folder));
+  ::chmod(folder.c_str(), 0755);
+  if (daemon() == Daemon::unprivileged) desk().hand_over(parent);
+  ::chmod(parent.c_str(), 0700);
+  const std::string note = folder + "/notes/note.txt";
+  const SandboxRun run = run_deskd(
+      daemon(), {"sandbox", "--desk", folder, "--read-only", probe_folder(), "--", probe("probe_write"), note});
+  EXPECT_EQ(run.exit_status, 0) << run.describe();
+  EXPECT_EQ(run.out, "ok 18\n") << run.describe();
+  EXPECT_TRUE(fs::exists(note));
+}
+
+TEST_P(ToolsTest, ADeskUnderTmpStartsAndWrites) {
+  char pattern[] = "/tmp/deskd-under-tmp-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string folder = std::string(pattern) + "/desk";
+  ASSERT_TRUE(fs::create_directory(folder));
+  ::chmod(folder.c_str(), 0755);
+  if (daemon() == Daemon::unprivileged) desk().hand_over(pattern);
+  const std::string note = folder + "/scratch/note.txt";
+  const SandboxRun run = run_deskd(
+      daemon(), {"sandbox", "--desk", folder, "--read-only", probe_folder(), "--", probe("probe_write"), note});
+  EXPECT_EQ(run.exit_status, 0) << run.describe();
+  EXPECT_EQ(run.out, "ok 18\n") << run.describe();
+  EXPECT_TRUE(fs::exists(note));
+  fs::remove_all(pattern);
+}
+
 TEST_P(ToolsTest, DeskOptionCreatesMissingPlacesTheSandboxCanWrite) {
   // A desk with none of its writable places yet, owned as the daemon would own it.
   const std::string folder = desk().root() + "/fresh";
