@@ -25,7 +25,11 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class TwoDesksE2eTest : public ::testing::Test {
+// Under a root deskd and an unprivileged one (uid 4242, where every desk is deskd's uid and
+// only the mounts keep desks apart).
+constexpr uid_t kUnprivilegedUid = 4242;
+
+class TwoDesksE2eTest : public ::testing::TestWithParam<bool> {
  protected:
   // Desks x (with `x_settings`) and y, y hiding its secret.txt. Their scripts are written
   // by script() before the start: x's calls name y's folder, known only now.
@@ -38,6 +42,7 @@ class TwoDesksE2eTest : public ::testing::Test {
     fs::permissions(y + "/notes", fs::perms(0755));
     std::ofstream(y + "/notes/n.md") << note_ << "\n";
     std::ofstream(y + "/secret.txt") << secret_ << "\n";
+    if (unprivileged()) daemon->run_as(kUnprivilegedUid);
     return daemon;
   }
   static void script(const ServeDaemon& daemon, const std::string& desk, const std::vector<ScriptedCall>& calls) {
@@ -46,6 +51,7 @@ class TwoDesksE2eTest : public ::testing::Test {
   static constexpr const char* kIdle = R"({"text": "idle"})" "\n";
 
   std::string y_directory(const ServeDaemon& daemon) const { return daemon.desk_directory("y"); }
+  bool unprivileged() const { return GetParam(); }
 
   // x's six attempts on y: bash and the file tools, each reading y's note, reading y's
   // secret and writing into y's notes/.
@@ -86,7 +92,7 @@ class TwoDesksE2eTest : public ::testing::Test {
   std::string secret_ = unique_text("y-secret");
 };
 
-TEST_F(TwoDesksE2eTest, ADeskCanNeitherReadNorWriteAnotherDesk) {
+TEST_P(TwoDesksE2eTest, ADeskCanNeitherReadNorWriteAnotherDesk) {
   auto daemon = make_daemon("");
   script(*daemon, "x", attempts_on_y(y_directory(*daemon)));
   std::string why;
@@ -94,7 +100,7 @@ TEST_F(TwoDesksE2eTest, ADeskCanNeitherReadNorWriteAnotherDesk) {
   expect_outcomes(*daemon, run_turn(*daemon, "x", "look at y"), false);
 }
 
-TEST_F(TwoDesksE2eTest, ReadableDesksLetsADeskReadAnothersNotesButNotItsSecretsNorWrite) {
+TEST_P(TwoDesksE2eTest, ReadableDesksLetsADeskReadAnothersNotesButNotItsSecretsNorWrite) {
   auto daemon = make_daemon("readable_desks = [\"y\"]\n");
   script(*daemon, "x", attempts_on_y(y_directory(*daemon)));
   std::string why;
@@ -102,8 +108,10 @@ TEST_F(TwoDesksE2eTest, ReadableDesksLetsADeskReadAnothersNotesButNotItsSecretsN
   expect_outcomes(*daemon, run_turn(*daemon, "x", "look at y"), true);
 }
 
-TEST_F(TwoDesksE2eTest, UnderARootDeskdEachDeskRunsAsAUidOfItsOwn) {
-  if (::geteuid() != 0) GTEST_SKIP() << "only a root deskd gives desks uids of their own";
+// Under a root deskd each desk has a uid of its own; under an unprivileged one every desk
+// runs as deskd's own uid, as the README says (the mounts alone keep them apart).
+TEST_P(TwoDesksE2eTest, EachDeskRunsAsTheUidItsDeskdGivesIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the test needs root, to run deskd as root and as another uid";
   auto daemon = make_daemon("");
   for (const char* desk : {"x", "y"}) script(*daemon, desk, {bash_call("id -u")});
   std::string why;
@@ -114,11 +122,22 @@ TEST_F(TwoDesksE2eTest, UnderARootDeskdEachDeskRunsAsAUidOfItsOwn) {
     ASSERT_EQ(outcomes.size(), 1u) << desk;
     ASSERT_TRUE(outcomes[0].allowed()) << describe(outcomes[0]);
     uids.push_back(std::stol(outcomes[0].text));
+    if (unprivileged()) {
+      EXPECT_EQ(uids.back(), kUnprivilegedUid) << "desk " << desk << " of an unprivileged deskd";
+      continue;
+    }
     EXPECT_NE(uids.back(), 0) << "desk " << desk << " runs as root";
     EXPECT_NE(uids.back(), 65534) << "desk " << desk << " runs as nobody (65534), the uid every desk shares";
   }
-  EXPECT_NE(uids[0], uids[1]) << "desks x and y run as the same uid " << uids[0];
+  if (!unprivileged()) {
+    EXPECT_NE(uids[0], uids[1]) << "desks x and y run as the same uid " << uids[0];
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Daemons, TwoDesksE2eTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& parameter) {
+                           return parameter.param ? "UnprivilegedDaemon" : "RootDaemon";
+                         });
 
 }  // namespace
 }  // namespace deskd::e2e
