@@ -269,8 +269,9 @@ Result<json::object> Daemon::decide(const std::string& id, bool accept, const st
 
 std::shared_ptr<desk::EventSubscription> Daemon::subscribe() { return bus_.subscribe(executor_); }
 
-control::EventHistory::Replay Daemon::replay(const std::string& desk_name, std::optional<std::uint64_t> after) const {
-  return history_.since(desk_name, after);
+control::EventHistory::Replay Daemon::replay(const std::string& desk_name, std::optional<std::uint64_t> after,
+                                             std::size_t maximum_bytes) const {
+  return history_.since(desk_name, after, maximum_bytes);
 }
 
 }  // namespace deskd::app

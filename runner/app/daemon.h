@@ -58,7 +58,8 @@ class Daemon final : public control::ControlService {
   Result<boost::json::array> proposals(const std::string& desk) const override;
   Result<boost::json::object> decide(const std::string& proposal, bool accept, const std::string& who) override;
   std::shared_ptr<desk::EventSubscription> subscribe() override;
-  control::EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after) const override;
+  control::EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
+                                       std::size_t maximum_bytes) const override;
 
  private:
   struct Slot;

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <limits>
 #include <list>
 #include <map>
 
@@ -164,7 +165,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     bool complete = true;
     std::vector<desk::Event> backlog;
     if (after || request.replay) {
-      auto replay = service.replay(desk_name, after);
+      auto replay = service.replay(desk_name, after, std::numeric_limits<std::size_t>::max());
       complete = replay.complete;
       backlog = std::move(replay.events);
     }

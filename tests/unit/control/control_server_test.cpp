@@ -44,8 +44,9 @@ class FakeService final : public ControlService {
     return Error::make(ErrorCode::not_found, "There is no proposal '" + id + "'.");
   }
   std::shared_ptr<desk::EventSubscription> subscribe() override { return bus.subscribe(executor_, 64); }
-  EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after) const override {
-    return history.since(desk, after);
+  EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
+                              std::size_t maximum_bytes) const override {
+    return history.since(desk, after, maximum_bytes);
   }
 
   asio::any_io_executor executor_;
