@@ -27,9 +27,9 @@ const char* const kServeUsage =
     "Runs every desk of FILE on one event loop and serves deskctl on the control socket\n"
     "named by [runner] socket. Logs go to stderr (journald keeps them under systemd).\n"
     "Tells systemd READY=1 once the desks are started and STOPPING=1 when it stops\n"
-    "(Type=notify). SIGTERM or SIGINT stop it cleanly: no new messages, running turns get\n"
-    "[runner] shutdown_grace_seconds, then every desk is stopped and its journal flushed;\n"
-    "the exit status is 0. A second signal exits at once.\n"
+    "(Type=notify). SIGTERM or SIGINT stop it cleanly: no new requests (clients are answered\n"
+    "\"stopping\"), running turns get [runner] shutdown_grace_seconds, then every desk is\n"
+    "stopped and its journal flushed; the exit status is 0. A second signal exits at once.\n"
     "\n"
     "Exit statuses: 0 stopped cleanly, 1 could not start, 2 bad usage or config.\n";
 
@@ -157,8 +157,12 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   const auto shutdown = [&]() -> asio::awaitable<void> {
     notify_systemd("STOPPING=1");
-    (*server)->close();
+    // Clients are answered through the grace, with a clear "stopping" instead of a closed
+    // socket, and followers see the running turns end; then they are told it is over.
+    (*server)->begin_stopping("deskd is stopping and takes no new requests; running turns get up to " +
+                              std::to_string(grace.count()) + " ms to finish.");
     co_await daemon.stop(grace);
+    co_await (*server)->stop(std::chrono::seconds(1));
     stopped_cleanly = true;
     log->info("deskd stopped");
     io.stop();
