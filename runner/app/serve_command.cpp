@@ -132,6 +132,8 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   asio::io_context io;
   SystemClock clock;
   const auto grace = config.runner.shutdown_grace;
+  const std::uint32_t client_buffer_mb = config.runner.client_buffer_mb;
+  const std::size_t max_clients = config.runner.max_clients;
   const std::filesystem::path socket_path = config.runner.socket_path;
   Daemon daemon(io.get_executor(), std::move(config), clock,
                 DaemonLog{[log](const std::string& text) { log->info(text); },
@@ -139,7 +141,8 @@ int run_serve_command(std::span<const std::string_view> arguments) {
 
   control::ControlServerSettings server_settings{socket_path, socket_group,
                                                  control::PeerPolicy(::geteuid(), allowed_uids, allowed_groups),
-                                                 [log](const std::string& text) { log->warn(text); }};
+                                                 [log](const std::string& text) { log->warn(text); },
+                                                 std::size_t{client_buffer_mb} << 20, max_clients};
   // The socket first: a second deskd on the same config must stop here, before its desks
   // would run beside the first one's.
   auto server = control::ControlServer::open(io.get_executor(), std::move(server_settings), daemon);
