@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "base/clock.h"
@@ -35,6 +36,12 @@ inline constexpr const char* kProposalAccepted = "PROPOSAL_ACCEPTED";
 inline constexpr const char* kProposalRejected = "PROPOSAL_REJECTED";
 inline constexpr const char* kProposalRefused = "PROPOSAL_REFUSED";
 }  // namespace daemon_event
+
+/// How many bytes of messages sent through the control socket may wait in one desk (in its
+/// queue or its steering inbox) before further sends to it are refused. deskd holds every
+/// waiting message in memory; a client that sends faster than the desk works must be told
+/// no rather than grow deskd without bound.
+inline constexpr std::size_t kMaximumWaitingBytesPerDesk = std::size_t{64} << 20;
 
 class Daemon final : public control::ControlService {
  public:
@@ -65,6 +72,9 @@ class Daemon final : public control::ControlService {
   struct Slot;
   boost::json::object desk_summary(const Slot& slot) const;
   void journal_daemon_event(const desk::Event& event);
+  /// Forgets a waiting message once the desk has taken it (its turn started, it was
+  /// delivered as steering, answered or finished), and all of a desk's when it stops.
+  void track_waiting(const desk::Event& event);
 
   boost::asio::any_io_executor executor_;
   Config config_;
@@ -73,6 +83,7 @@ class Daemon final : public control::ControlService {
   desk::EventBus bus_;
   control::EventHistory history_;
   std::map<std::string, std::unique_ptr<Slot>> slots_;
+  mutable std::mutex waiting_mutex_;  // guards each Slot's waiting messages: sinks run on the publishing thread
   bool stopping_ = false;
 };
 
