@@ -1,6 +1,7 @@
 #include "runner/app/serve_command.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -9,8 +10,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "runner/app/config.h"
 #include "runner/app/daemon.h"
@@ -71,6 +74,29 @@ asio::awaitable<void> log_events(std::shared_ptr<desk::EventSubscription> events
       log->debug(line);
     }
   }
+}
+
+// Control clients, journals, the sandboxes' pipes: each is a descriptor, and the soft limit
+// (often 1024) is far below what the hard limit allows. The sandboxes set their own limit,
+// so raising deskd's does not widen theirs.
+void raise_open_file_limit(spdlog::logger& log) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    log.warn("reading the open-files limit failed: {}", std::strerror(errno));
+    return;
+  }
+  if (limit.rlim_cur >= limit.rlim_max) {
+    log.info("open files: at most {} (soft and hard limit)", limit.rlim_cur);
+    return;
+  }
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    log.warn("raising the open-files limit from {} to {} failed: {}; deskd keeps {}", before, limit.rlim_max,
+             std::strerror(errno), before);
+    return;
+  }
+  log.info("open files: soft limit raised from {} to {}, the hard limit", before, limit.rlim_max);
 }
 
 void notify_systemd(const char* state) {
@@ -134,6 +160,7 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   const auto grace = config.runner.shutdown_grace;
   const std::uint32_t client_buffer_mb = config.runner.client_buffer_mb;
   const std::size_t max_clients = config.runner.max_clients;
+  raise_open_file_limit(*log);
   const std::filesystem::path socket_path = config.runner.socket_path;
   Daemon daemon(io.get_executor(), std::move(config), clock,
                 DaemonLog{[log](const std::string& text) { log->info(text); },
