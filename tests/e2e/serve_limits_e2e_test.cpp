@@ -126,6 +126,37 @@ TEST_F(ServeE2eTest, ASendTooLargeIsRefusedAndTheConnectionGoesOn) {
   EXPECT_THAT(file_text(daemon.journal_path("one")), ::testing::Not(HasSubstr("xxxxxxxxxx")));
 }
 
+TEST_F(ServeE2eTest, ASendIsRefusedOnceItsDeskHas64MiBOfMessagesWaiting) {
+  ServeDaemon daemon({{"one", kLongTurn}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  auto events = daemon.follow("one");
+  ASSERT_TRUE(events);
+  ControlConnection sender = daemon.connect();
+  ASSERT_TRUE(sender.call({{"id", "first"}, {"op", "send"}, {"desk", "one"}, {"text", "start the long turn"}}));
+  ASSERT_TRUE(events->wait_for_event(is_event("TOOL_CALLED")));
+  // The turn runs on: every message now waits, in the steering inbox.
+  const std::string text(256 * 1024, 'w');
+  int accepted = 0;
+  std::optional<json::object> refusal;
+  for (int index = 0; index < 300 && !refusal; ++index) {
+    auto reply = sender.call({{"id", index}, {"op", "send"}, {"desk", "one"}, {"text", text}});
+    ASSERT_TRUE(reply);
+    if (field(*reply, "ok") == "true") ++accepted;
+    else refusal = *reply;
+  }
+  EXPECT_EQ(accepted, 256);  // 64 MiB of 256 KiB messages
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(field(*refusal, "code"), "refused");
+  EXPECT_THAT(field(*refusal, "error"), HasSubstr("Desk 'one' already has 67108864 bytes in 256 messages waiting"));
+  auto status = sender.call({{"id", "status"}, {"op", "status"}, {"desk", "one"}});
+  ASSERT_TRUE(status);
+  EXPECT_EQ(field(status->at("status").as_object(), "waiting_bytes"), "67108864");
+  // Other requests are still answered.
+  auto desks = sender.call({{"id", "desks"}, {"op", "desks"}});
+  ASSERT_TRUE(desks);
+  EXPECT_EQ(field(*desks, "ok"), "true");
+}
+
 TEST_F(ServeE2eTest, OneClientPastMaxClientsIsRefusedWithALine) {
   ServeDaemon daemon({{"one", R"({"text": "hi"})" "\n"}}, "max_clients = 3\n");
   ASSERT_NO_FATAL_FAILURE(start(daemon));
