@@ -52,6 +52,11 @@ struct RunnerConfig {
   std::vector<std::string> allowed_groups;  ///< peers whose primary or supplementary group is one of these
   std::string log_level = "info";           ///< trace, debug, info, warn, error
   std::chrono::milliseconds shutdown_grace = std::chrono::seconds(10);
+  /// The cap on one control client's unread replies and events, in MiB: a client that lets
+  /// more pile up is told it is too slow and dropped ([runner] client_buffer_mb).
+  std::uint32_t client_buffer_mb = 8;
+  /// How many control clients are served at once; one more is refused ([runner] max_clients).
+  std::uint32_t max_clients = 256;
   /// The host uids (and gids) handed to desks under a root deskd: [first, first + count).
   /// 0x70000000 on: systemd's UIDS-GIDS.md leaves 1879048192...2147483647 unused. The range
   /// holds neither 0 nor 65534 and has room for every desk; see desk_ids.h.

@@ -24,6 +24,10 @@ struct Daemon::Slot {
   asio::cancellation_signal stop_scheduler;
   bool desk_running = false;
   bool scheduler_running = false;
+  // Messages sent through the socket that the desk has not yet taken, by trigger id, and
+  // their total; under the Daemon's waiting_mutex_.
+  std::map<std::string, std::size_t> waiting;
+  std::size_t waiting_bytes = 0;
 };
 
 namespace {
@@ -45,6 +49,7 @@ Daemon::Daemon(asio::any_io_executor executor, Config config, const Clock& clock
   bus_.add_sink([this](const desk::Event& event) {
     history_.add(event);
     journal_daemon_event(event);
+    track_waiting(event);
   });
   for (const auto& desk_config : config_.desks) {
     auto slot = std::make_unique<Slot>();
@@ -75,6 +80,31 @@ void Daemon::journal_daemon_event(const desk::Event& event) {
   } else if (slot.failure_journal) {
     (void)slot.failure_journal->append(event);
   }
+}
+
+void Daemon::track_waiting(const desk::Event& event) {
+  static constexpr std::string_view kTakenKinds[] = {
+      desk::event_kind::kTurnStarted,     desk::event_kind::kSteeringDelivered, desk::event_kind::kCommandAnswered,
+      desk::event_kind::kTriggerFinished, desk::event_kind::kTurnFailed,        desk::event_kind::kTurnStopped};
+  const bool stopped = event.kind == desk::event_kind::kDeskStopped;
+  bool taken = false;
+  for (std::string_view kind : kTakenKinds) taken = taken || kind == event.kind;
+  if (!taken && !stopped) return;
+  auto found = slots_.find(event.desk);
+  if (found == slots_.end()) return;
+  Slot& slot = *found->second;
+  const std::lock_guard lock(waiting_mutex_);
+  if (stopped) {
+    slot.waiting.clear();
+    slot.waiting_bytes = 0;
+    return;
+  }
+  const json::value* trigger = event.data.if_contains("trigger");
+  if (trigger == nullptr || !trigger->is_string()) return;
+  auto waiting = slot.waiting.find(std::string(trigger->get_string()));
+  if (waiting == slot.waiting.end()) return;
+  slot.waiting_bytes -= waiting->second;
+  slot.waiting.erase(waiting);
 }
 
 std::size_t Daemon::start() {
@@ -169,6 +199,10 @@ json::object Daemon::desk_summary(const Slot& slot) const {
   summary["state"] = slot.desk_running ? std::string(desk::desk_state_name(runtime.state())) : std::string("stopped");
   summary["paused"] = runtime.paused();
   summary["queued"] = runtime.queued_count();
+  {
+    const std::lock_guard lock(waiting_mutex_);
+    summary["waiting_bytes"] = slot.waiting_bytes;
+  }
   summary["model"] = slot.desk->model_description;
   return summary;
 }
@@ -221,7 +255,25 @@ Result<std::string> Daemon::send(const std::string& desk_name, const std::string
   trigger.desk = desk_name;
   trigger.text = text;
   trigger.sender = sender;
-  DESKD_RETURN_IF_ERROR(slot.desk->runtime->submit(trigger));
+  {
+    const std::lock_guard lock(waiting_mutex_);
+    if (slot.waiting_bytes + text.size() > kMaximumWaitingBytesPerDesk) {
+      return Error::make(ErrorCode::refused,
+                         "Desk '" + desk_name + "' already has " + std::to_string(slot.waiting_bytes) + " bytes in " +
+                             std::to_string(slot.waiting.size()) + " messages waiting, and takes at most " +
+                             std::to_string(kMaximumWaitingBytesPerDesk) +
+                             " (64 MiB); send this again once it has worked through some of them.");
+    }
+    slot.waiting[trigger.id] = text.size();
+    slot.waiting_bytes += text.size();
+  }
+  // Not under the lock: submit publishes, and the sink that forgets taken messages takes it.
+  auto submitted = slot.desk->runtime->submit(trigger);
+  if (!submitted.ok()) {
+    const std::lock_guard lock(waiting_mutex_);
+    if (slot.waiting.erase(trigger.id) > 0) slot.waiting_bytes -= text.size();
+    return std::move(submitted).error();
+  }
   return trigger.id;
 }
 
@@ -269,8 +321,9 @@ Result<json::object> Daemon::decide(const std::string& id, bool accept, const st
 
 std::shared_ptr<desk::EventSubscription> Daemon::subscribe() { return bus_.subscribe(executor_); }
 
-control::EventHistory::Replay Daemon::replay(const std::string& desk_name, std::optional<std::uint64_t> after) const {
-  return history_.since(desk_name, after);
+control::EventHistory::Replay Daemon::replay(const std::string& desk_name, std::optional<std::uint64_t> after,
+                                             std::size_t maximum_bytes) const {
+  return history_.since(desk_name, after, maximum_bytes);
 }
 
 }  // namespace deskd::app

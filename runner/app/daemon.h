@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "base/clock.h"
@@ -36,6 +37,12 @@ inline constexpr const char* kProposalRejected = "PROPOSAL_REJECTED";
 inline constexpr const char* kProposalRefused = "PROPOSAL_REFUSED";
 }  // namespace daemon_event
 
+/// How many bytes of messages sent through the control socket may wait in one desk (in its
+/// queue or its steering inbox) before further sends to it are refused. deskd holds every
+/// waiting message in memory; a client that sends faster than the desk works must be told
+/// no rather than grow deskd without bound.
+inline constexpr std::size_t kMaximumWaitingBytesPerDesk = std::size_t{64} << 20;
+
 class Daemon final : public control::ControlService {
  public:
   Daemon(boost::asio::any_io_executor executor, Config config, const Clock& clock, DaemonLog log);
@@ -58,12 +65,16 @@ class Daemon final : public control::ControlService {
   Result<boost::json::array> proposals(const std::string& desk) const override;
   Result<boost::json::object> decide(const std::string& proposal, bool accept, const std::string& who) override;
   std::shared_ptr<desk::EventSubscription> subscribe() override;
-  control::EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after) const override;
+  control::EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
+                                       std::size_t maximum_bytes) const override;
 
  private:
   struct Slot;
   boost::json::object desk_summary(const Slot& slot) const;
   void journal_daemon_event(const desk::Event& event);
+  /// Forgets a waiting message once the desk has taken it (its turn started, it was
+  /// delivered as steering, answered or finished), and all of a desk's when it stops.
+  void track_waiting(const desk::Event& event);
 
   boost::asio::any_io_executor executor_;
   Config config_;
@@ -72,6 +83,7 @@ class Daemon final : public control::ControlService {
   desk::EventBus bus_;
   control::EventHistory history_;
   std::map<std::string, std::unique_ptr<Slot>> slots_;
+  mutable std::mutex waiting_mutex_;  // guards each Slot's waiting messages: sinks run on the publishing thread
   bool stopping_ = false;
 };
 

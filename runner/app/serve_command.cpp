@@ -1,6 +1,7 @@
 #include "runner/app/serve_command.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -9,8 +10,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "runner/app/config.h"
 #include "runner/app/daemon.h"
@@ -27,9 +30,9 @@ const char* const kServeUsage =
     "Runs every desk of FILE on one event loop and serves deskctl on the control socket\n"
     "named by [runner] socket. Logs go to stderr (journald keeps them under systemd).\n"
     "Tells systemd READY=1 once the desks are started and STOPPING=1 when it stops\n"
-    "(Type=notify). SIGTERM or SIGINT stop it cleanly: no new messages, running turns get\n"
-    "[runner] shutdown_grace_seconds, then every desk is stopped and its journal flushed;\n"
-    "the exit status is 0. A second signal exits at once.\n"
+    "(Type=notify). SIGTERM or SIGINT stop it cleanly: no new requests (clients are answered\n"
+    "\"stopping\"), running turns get [runner] shutdown_grace_seconds, then every desk is\n"
+    "stopped and its journal flushed; the exit status is 0. A second signal exits at once.\n"
     "\n"
     "Exit statuses: 0 stopped cleanly, 1 could not start, 2 bad usage or config.\n";
 
@@ -71,6 +74,29 @@ asio::awaitable<void> log_events(std::shared_ptr<desk::EventSubscription> events
       log->debug(line);
     }
   }
+}
+
+// Control clients, journals, the sandboxes' pipes: each is a descriptor, and the soft limit
+// (often 1024) is far below what the hard limit allows. The sandboxes set their own limit,
+// so raising deskd's does not widen theirs.
+void raise_open_file_limit(spdlog::logger& log) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    log.warn("reading the open-files limit failed: {}", std::strerror(errno));
+    return;
+  }
+  if (limit.rlim_cur >= limit.rlim_max) {
+    log.info("open files: at most {} (soft and hard limit)", limit.rlim_cur);
+    return;
+  }
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    log.warn("raising the open-files limit from {} to {} failed: {}; deskd keeps {}", before, limit.rlim_max,
+             std::strerror(errno), before);
+    return;
+  }
+  log.info("open files: soft limit raised from {} to {}, the hard limit", before, limit.rlim_max);
 }
 
 void notify_systemd(const char* state) {
@@ -132,6 +158,9 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   asio::io_context io;
   SystemClock clock;
   const auto grace = config.runner.shutdown_grace;
+  const std::uint32_t client_buffer_mb = config.runner.client_buffer_mb;
+  const std::size_t max_clients = config.runner.max_clients;
+  raise_open_file_limit(*log);
   const std::filesystem::path socket_path = config.runner.socket_path;
   Daemon daemon(io.get_executor(), std::move(config), clock,
                 DaemonLog{[log](const std::string& text) { log->info(text); },
@@ -139,7 +168,8 @@ int run_serve_command(std::span<const std::string_view> arguments) {
 
   control::ControlServerSettings server_settings{socket_path, socket_group,
                                                  control::PeerPolicy(::geteuid(), allowed_uids, allowed_groups),
-                                                 [log](const std::string& text) { log->warn(text); }};
+                                                 [log](const std::string& text) { log->warn(text); },
+                                                 std::size_t{client_buffer_mb} << 20, max_clients};
   // The socket first: a second deskd on the same config must stop here, before its desks
   // would run beside the first one's.
   auto server = control::ControlServer::open(io.get_executor(), std::move(server_settings), daemon);
@@ -157,8 +187,12 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   const auto shutdown = [&]() -> asio::awaitable<void> {
     notify_systemd("STOPPING=1");
-    (*server)->close();
+    // Clients are answered through the grace, with a clear "stopping" instead of a closed
+    // socket, and followers see the running turns end; then they are told it is over.
+    (*server)->begin_stopping("deskd is stopping and takes no new requests; running turns get up to " +
+                              std::to_string(grace.count()) + " ms to finish.");
     co_await daemon.stop(grace);
+    co_await (*server)->stop(std::chrono::seconds(1));
     stopped_cleanly = true;
     log->info("deskd stopped");
     io.stop();

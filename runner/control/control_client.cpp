@@ -40,10 +40,27 @@ Result<void> ControlClient::send(const json::object& request) {
   for (std::size_t offset = 0; offset < line.size();) {
     const ssize_t written =
         retry_on_eintr([&] { return ::send(fd_.get(), line.data() + offset, line.size() - offset, MSG_NOSIGNAL); });
-    if (written <= 0) return Error::from_errno(errno, "writing to deskd's socket");
+    if (written <= 0) {
+      const int error = errno;
+      // deskd hangs up on a client it turns away (too many clients, not allowed, too slow)
+      // after one line saying why, and may do so before this request is written: that line,
+      // read next, is the answer.
+      if ((error == EPIPE || error == ECONNRESET) && said_why_it_hung_up()) return success();
+      return Error::from_errno(error, "writing to deskd's socket");
+    }
     offset += static_cast<std::size_t>(written);
   }
   return success();
+}
+
+bool ControlClient::said_why_it_hung_up() {
+  while (buffer_.find('\n') == std::string::npos) {
+    char chunk[4096];
+    const ssize_t count = retry_on_eintr([&] { return ::read(fd_.get(), chunk, sizeof chunk); });
+    if (count <= 0) return false;
+    buffer_.append(chunk, static_cast<std::size_t>(count));
+  }
+  return true;
 }
 
 Result<std::optional<json::object>> ControlClient::read() {

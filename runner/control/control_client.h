@@ -18,7 +18,8 @@ class ControlClient {
   /// Connects to the socket at `path`; the error says why deskd cannot be reached.
   static Result<ControlClient> connect(const std::filesystem::path& path);
 
-  /// Sends one request line.
+  /// Sends one request line. When deskd hung up after a line saying why (it turns a client
+  /// away that way), that counts as sent: the next read() returns the line.
   Result<void> send(const boost::json::object& request);
 
   /// The next line from deskd as an object; nullopt when deskd closed the connection.
@@ -31,6 +32,8 @@ class ControlClient {
 
  private:
   explicit ControlClient(UniqueFd fd) : fd_(std::move(fd)) {}
+  /// Reads until a whole line from deskd is buffered; false at end of stream first.
+  bool said_why_it_hung_up();
   UniqueFd fd_;
   std::string buffer_;
   std::int64_t next_id_ = 1;

@@ -82,6 +82,12 @@ ParsedRequest parse_control_request(std::string_view line) {
   if (request.op == op::kSend) {
     needs(request.desk, "desk");
     needs(request.text, "text");
+    if (!parsed.problem && request.text->size() > kMaximumSendTextBytes) {
+      parsed.problem_code = std::string(code::kTooLarge);
+      parsed.problem = "The message is " + std::to_string(request.text->size()) + " bytes; deskd takes messages of at most " +
+                       std::to_string(kMaximumSendTextBytes) +
+                       " bytes (256 KiB). Save a long text to a file the desk can read and send its path instead.";
+    }
   } else if (request.op == op::kCommands) {
     needs(request.desk, "desk");
   } else if (request.op == op::kAccept || request.op == op::kReject) {

@@ -20,6 +20,12 @@ namespace deskd::control {
 /// A request line longer than this is answered with an error, and the connection closed.
 inline constexpr std::size_t kMaximumRequestBytes = std::size_t{1} << 20;
 
+/// The longest text a `send` may carry: past it the send is refused (too_large) and the
+/// connection stays. A message is read by a model whole; a long text belongs in a file the
+/// desk can read. Every accepted message is copied into the journal, the events and the
+/// desk's queue, so this cap is also what one request can make deskd hold.
+inline constexpr std::size_t kMaximumSendTextBytes = std::size_t{256} << 10;
+
 /// The operations, for parsing and for `deskctl`'s messages.
 namespace op {
 inline constexpr std::string_view kDesks = "desks";
@@ -41,7 +47,11 @@ inline constexpr std::string_view kUnknownDesk = "unknown_desk";
 inline constexpr std::string_view kNotFound = "not_found";
 inline constexpr std::string_view kRefused = "refused";
 inline constexpr std::string_view kNotAllowed = "not_allowed";
-inline constexpr std::string_view kTooLong = "too_long";
+inline constexpr std::string_view kTooLong = "too_long";    ///< a line past kMaximumRequestBytes; the connection closes
+inline constexpr std::string_view kTooLarge = "too_large";  ///< a send's text past kMaximumSendTextBytes
+inline constexpr std::string_view kTooSlow = "too_slow";    ///< the client let its unread replies pass its cap; it is dropped
+inline constexpr std::string_view kTooManyClients = "too_many_clients";  ///< past [runner] max_clients
+inline constexpr std::string_view kStopping = "stopping";  ///< deskd is shutting down
 inline constexpr std::string_view kInternal = "internal";
 }  // namespace code
 

@@ -3,14 +3,19 @@
 // configured group), checks every peer with SO_PEERCRED, reads one JSON request a line and
 // answers through the ControlService. Bad input gets an error reply and the connection
 // stays; a line over kMaximumRequestBytes gets an error and a close. Each connection writes
-// through its own queue, so a slow or stuck client only ever delays itself: its event
-// streams drop their oldest events (and say how many) rather than hold a desk up.
+// through its own queue, capped at `client_buffer_bytes`, so a slow or stuck client only
+// ever delays itself: its event streams drop their oldest events (and say how many), and a
+// client that lets its replies pile up past the cap is told it is too slow and dropped.
+// At most `max_clients` connections are served at once; when deskd runs out of
+// descriptors the accept loop waits instead of spinning. Repeated warnings are rate-limited.
 
 #include <sys/types.h>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -24,12 +29,22 @@ namespace deskd::control {
 
 class ControlService;
 
+/// The cap on one connection's unread replies and events, by default.
+inline constexpr std::size_t kDefaultClientBufferBytes = std::size_t{8} << 20;
+/// How many connections are served at once, by default.
+inline constexpr std::size_t kDefaultMaximumClients = 256;
+/// How long the accept loop waits when deskd is out of descriptors (EMFILE, ENFILE).
+inline constexpr std::chrono::milliseconds kAcceptBackoff{100};
+
 struct ControlServerSettings {
   std::filesystem::path socket_path;
   std::optional<gid_t> group;  ///< the socket file's group; none: deskd's own
   PeerPolicy policy;
-  /// Told about refused peers and failed connections; may be empty.
+  /// Told about refused peers and failed connections, at most a few lines a second for
+  /// each kind; may be empty.
   std::function<void(const std::string&)> warn;
+  std::size_t client_buffer_bytes = kDefaultClientBufferBytes;
+  std::size_t max_clients = kDefaultMaximumClients;
 };
 
 class ControlServer {
@@ -42,6 +57,15 @@ class ControlServer {
 
   /// Accepts connections until close().
   boost::asio::awaitable<void> run();
+
+  /// The first phase of a shutdown: from now on every request (on any connection, new ones
+  /// too) is answered with a "stopping" error carrying `message`, and every follow is told
+  /// with a {"id", "stopping": true, "notice"} line; follows go on streaming.
+  void begin_stopping(std::string message);
+
+  /// The last phase: stops accepting, ends every follow with a final "stopping" error line,
+  /// and gives every connection up to `flush_timeout` to take what is queued; then closes.
+  boost::asio::awaitable<void> stop(std::chrono::milliseconds flush_timeout);
 
   /// Stops accepting and ends every connection (queued replies are dropped).
   void close();

@@ -6,6 +6,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,8 +38,10 @@ class ControlService {
   virtual Result<boost::json::object> decide(const std::string& proposal, bool accept, const std::string& who) = 0;
   /// A new subscription to every desk's events.
   virtual std::shared_ptr<desk::EventSubscription> subscribe() = 0;
-  /// Kept events of `desk` (all desks when empty) after event number `after`.
-  virtual EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after) const = 0;
+  /// Kept events of `desk` (all desks when empty) after event number `after`, about
+  /// `maximum_bytes` of them at most (at least one): a page of EventHistory::since.
+  virtual EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
+                                      std::size_t maximum_bytes) const = 0;
 };
 
 }  // namespace deskd::control

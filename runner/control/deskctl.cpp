@@ -203,6 +203,8 @@ int events(ControlClient& client, const Options& options) {
       if (text_of(object, "replay_complete") == "false") {
         std::fprintf(stderr, "deskctl: older events are no longer kept in memory; the desk's journal has them all.\n");
       }
+    } else if (object.contains("stopping")) {
+      std::fprintf(stderr, "deskctl: %s\n", text_of(object, "notice").c_str());
     } else if (object.contains("replayed")) {
       if (!follow) return kOk;
     } else if (object.contains("dropped")) {
@@ -265,6 +267,11 @@ int ask(ControlClient& client, const Options& options) {
     if (!*line) return unreachable(Error::make(ErrorCode::system, "deskd closed the connection before the turn ended."));
     if (const json::value* event = (*line)->if_contains("event"); event != nullptr && event->is_object()) {
       if (auto done = handle(event->as_object())) return *done;
+    } else if ((*line)->contains("ok") && !is_ok(**line)) {
+      // deskd ended the follow: it is stopping, or found this client too slow.
+      return refused(**line, options.json_output);
+    } else if ((*line)->contains("stopping")) {
+      std::fprintf(stderr, "deskctl: %s\n", text_of(**line, "notice").c_str());
     } else if ((*line)->contains("dropped")) {
       std::fprintf(stderr, "deskctl: some events were dropped because this client fell behind.\n");
     }

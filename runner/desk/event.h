@@ -4,6 +4,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <cstddef>
 #include <string>
 
 namespace deskd::desk {
@@ -18,6 +19,10 @@ struct Event {
 
 /// The event as one JSON object.
 boost::json::object to_json(const Event& event);
+
+/// About how many bytes of memory `event` holds (its strings and JSON, with a rough
+/// allowance per node): what the in-memory queues of events count against their byte caps.
+std::size_t approximate_bytes(const Event& event);
 
 /// The kinds deskd publishes.
 namespace event_kind {

@@ -22,10 +22,11 @@ namespace asio = boost::asio;
 // single-threaded io_context or a strand — so that a posted cancel cannot run between a
 // waiter's "queue is empty" and its async_wait (that would be a lost wake-up).
 struct EventSubscription::Shared {
-  Shared(asio::any_io_executor waiting_executor, std::size_t maximum_events)
+  Shared(asio::any_io_executor waiting_executor, std::size_t maximum_events, std::size_t maximum_byte_count)
       : executor(std::move(waiting_executor)),
         timer(executor, asio::steady_timer::time_point::max()),
-        capacity(std::max<std::size_t>(1, maximum_events)) {}
+        capacity(std::max<std::size_t>(1, maximum_events)),
+        maximum_bytes(maximum_byte_count) {}
 
   // Precondition: `mutex` is held.
   void wake_waiter_locked(const std::shared_ptr<Shared>& self) {
@@ -37,26 +38,44 @@ struct EventSubscription::Shared {
     });
   }
 
-  // Queues `event`; false when the subscription is closed, so that the bus forgets it.
-  bool offer(const Event& event, const std::shared_ptr<Shared>& self) {
+  // Queues `event` (of `bytes`); false when the subscription is closed, so that the bus
+  // forgets it.
+  bool offer(const Event& event, std::size_t bytes, const std::shared_ptr<Shared>& self) {
     const std::lock_guard lock(mutex);
     if (closed) return false;
-    if (events.size() >= capacity) {
-      // A follower that fell behind loses its oldest events: it is showing the past
-      // anyway, and the newest events are the ones a person wants to see.
+    // A follower that fell behind loses its oldest events: it is showing the past
+    // anyway, and the newest events are the ones a person wants to see.
+    while (!events.empty() && (events.size() >= capacity || queued_bytes + bytes > maximum_bytes)) {
+      queued_bytes -= events.front().bytes;
       events.pop_front();
       ++dropped;
     }
-    events.push_back(event);
+    events.push_back(Queued{event, bytes});
+    queued_bytes += bytes;
     wake_waiter_locked(self);
     return true;
   }
 
+  // Precondition: `mutex` is held and `events` is not empty.
+  Event take_front_locked() {
+    Event event = std::move(events.front().event);
+    queued_bytes -= events.front().bytes;
+    events.pop_front();
+    return event;
+  }
+
+  struct Queued {
+    Event event;
+    std::size_t bytes;
+  };
+
   asio::any_io_executor executor;
   asio::steady_timer timer;
   std::size_t capacity;
+  std::size_t maximum_bytes;
   std::mutex mutex;
-  std::deque<Event> events;
+  std::deque<Queued> events;
+  std::size_t queued_bytes = 0;
   std::uint64_t dropped = 0;
   bool closed = false;
   bool waiting = false;  // a next() sleeps on the timer and wants to be woken
@@ -79,11 +98,7 @@ asio::awaitable<std::optional<Event>> EventSubscription::next() {
     {
       const std::lock_guard lock(shared->mutex);
       if (shared->closed) co_return std::nullopt;
-      if (!shared->events.empty()) {
-        Event event = std::move(shared->events.front());
-        shared->events.pop_front();
-        co_return event;
-      }
+      if (!shared->events.empty()) co_return shared->take_front_locked();
       shared->waiting = true;
     }
     // The timer never expires: it ends only when cancelled, by a publish or close() (then
@@ -100,9 +115,7 @@ std::optional<Event> EventSubscription::try_next() {
   if (!shared_) return std::nullopt;
   const std::lock_guard lock(shared_->mutex);
   if (shared_->closed || shared_->events.empty()) return std::nullopt;
-  Event event = std::move(shared_->events.front());
-  shared_->events.pop_front();
-  return event;
+  return shared_->take_front_locked();
 }
 
 std::uint64_t EventSubscription::dropped() const {
@@ -115,7 +128,8 @@ void EventSubscription::close() {
   if (!shared_) return;
   const std::lock_guard lock(shared_->mutex);
   shared_->closed = true;
-  shared_->events.clear();
+  std::deque<Shared::Queued>().swap(shared_->events);
+  shared_->queued_bytes = 0;
   shared_->wake_waiter_locked(shared_);
 }
 
@@ -133,10 +147,10 @@ void EventBus::add_sink(Sink sink) {
   sinks_.push_back(std::move(sink));
 }
 
-std::shared_ptr<EventSubscription> EventBus::subscribe(asio::any_io_executor executor,
-                                                       std::size_t capacity) {
+std::shared_ptr<EventSubscription> EventBus::subscribe(asio::any_io_executor executor, std::size_t capacity,
+                                                       std::size_t maximum_bytes) {
   auto subscription = std::make_shared<EventSubscription>();
-  subscription->shared_ = std::make_shared<EventSubscription::Shared>(std::move(executor), capacity);
+  subscription->shared_ = std::make_shared<EventSubscription::Shared>(std::move(executor), capacity, maximum_bytes);
   const std::lock_guard lock(mutex_);
   // Pruned here too, so a bus that sees many short-lived followers and few events stays small.
   std::erase_if(subscribers_, [](const auto& weak) { return weak.expired(); });
@@ -152,9 +166,10 @@ Event EventBus::publish(std::string desk, std::string kind, boost::json::object 
   event.id = "e-" + std::to_string(next_id_++);
   event.time = iso8601_india(clock_.now());
   for (const Sink& sink : sinks_) sink(event);
-  std::erase_if(subscribers_, [&event](const std::weak_ptr<EventSubscription>& weak) {
+  const std::size_t bytes = approximate_bytes(event);
+  std::erase_if(subscribers_, [&event, bytes](const std::weak_ptr<EventSubscription>& weak) {
     const auto subscription = weak.lock();
-    return !subscription || !subscription->shared_->offer(event, subscription->shared_);
+    return !subscription || !subscription->shared_->offer(event, bytes, subscription->shared_);
   });
   return event;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // EventBus: where desks publish their events. Sinks (the journal) are called in line and
-// must be quick; subscribers (a deskctl following a desk) each get a bounded queue, so a
-// slow subscriber loses its oldest events — counted — and never blocks a desk.
+// must be quick; subscribers (a deskctl following a desk) each get a queue bounded in events
+// and in bytes, so a slow subscriber loses its oldest events — counted — and never blocks a
+// desk nor holds more than its byte cap of memory.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -20,6 +21,11 @@
 namespace deskd::desk {
 
 class EventBus;
+
+/// A subscription's default caps: this many events, and about this many bytes of them
+/// (approximate_bytes), whichever is reached first.
+inline constexpr std::size_t kDefaultSubscriptionEvents = 4096;
+inline constexpr std::size_t kDefaultSubscriptionBytes = std::size_t{4} << 20;
 
 /// One subscriber's queue of events.
 class EventSubscription {
@@ -47,9 +53,11 @@ class EventBus {
   using Sink = std::function<void(const Event&)>;
   /// Adds a sink, called in line (under the bus's lock) for every event. Must not block.
   void add_sink(Sink sink);
-  /// A new subscriber whose waits run on `executor`; keeps at most `capacity` events.
+  /// A new subscriber whose waits run on `executor`; keeps at most `capacity` events and
+  /// about `maximum_bytes` of them (always the newest one, however large).
   std::shared_ptr<EventSubscription> subscribe(boost::asio::any_io_executor executor,
-                                               std::size_t capacity = 4096);
+                                               std::size_t capacity = kDefaultSubscriptionEvents,
+                                               std::size_t maximum_bytes = kDefaultSubscriptionBytes);
   /// Publishes an event; safe from any thread. Returns it as published.
   Event publish(std::string desk, std::string kind, boost::json::object data = {});
 

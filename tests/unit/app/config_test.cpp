@@ -43,6 +43,8 @@ allowed_uids = [1000, 1001]
 allowed_groups = ["deskd", "traders"]
 log_level = "debug"
 shutdown_grace_seconds = 2.5
+client_buffer_mb = 16
+max_clients = 32
 
 [model]
 provider = "anthropic"
@@ -99,6 +101,8 @@ text = "Check the pre-open book."
   EXPECT_EQ(config.runner.allowed_groups, (std::vector<std::string>{"deskd", "traders"}));
   EXPECT_EQ(config.runner.log_level, "debug");
   EXPECT_EQ(config.runner.shutdown_grace, std::chrono::milliseconds(2500));
+  EXPECT_EQ(config.runner.client_buffer_mb, 16u);
+  EXPECT_EQ(config.runner.max_clients, 32u);
 
   const ModelConfig& model = config.model;
   EXPECT_EQ(model.provider, "anthropic");
@@ -133,7 +137,7 @@ text = "Check the pre-open book."
   ASSERT_EQ(config.desks.size(), 1u);
   const DeskConfig& desk = config.desks[0];
   EXPECT_EQ(desk.name, "alpha");
-  EXPECT_EQ(desk.position.line, 39u);
+  EXPECT_EQ(desk.position.line, 41u);
   EXPECT_EQ(desk.position.column, 1u);
   EXPECT_EQ(desk.directory, root_ / "desks/alpha");
   EXPECT_EQ(desk.mode, "live");
@@ -168,6 +172,8 @@ TEST_F(ConfigTest, WhatTheFileLeavesOutKeepsItsDefault) {
   EXPECT_THAT(config.runner.allowed_uids, IsEmpty());
   EXPECT_EQ(config.runner.log_level, "info");
   EXPECT_EQ(config.runner.shutdown_grace, std::chrono::seconds(10));
+  EXPECT_EQ(config.runner.client_buffer_mb, 8u);
+  EXPECT_EQ(config.runner.max_clients, 256u);
   EXPECT_EQ(config.model.provider, "script");
   EXPECT_FALSE(config.model.script);
   EXPECT_FALSE(config.model.temperature);

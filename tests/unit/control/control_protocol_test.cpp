@@ -76,6 +76,67 @@ TEST(EventHistory, SaysWhenEventsAfterTheIdWereAlreadyDropped) {
   EXPECT_TRUE(history.since("a", 2).complete);
 }
 
+TEST(EventHistory, IsCappedInBytesAndKeepsTheNewestEventEvenWhenHuge) {
+  EventHistory history(10000, 100 * 1024);
+  for (std::uint64_t number = 1; number <= 50; ++number) {
+    desk::Event made = event(number, "a");
+    made.data["text"] = std::string(10 * 1024, 'x');
+    history.add(made);
+  }
+  EXPECT_LE(history.bytes(), 100u * 1024);
+  EXPECT_GE(history.size(), 8u);
+  EXPECT_LE(history.size(), 10u);
+  EXPECT_FALSE(history.since("a", std::nullopt).complete);
+  EXPECT_EQ(history.since("a", std::nullopt).events.back().id, "e-50");
+  desk::Event huge = event(51, "a");
+  huge.data["text"] = std::string(1 << 20, 'y');
+  history.add(huge);
+  EXPECT_EQ(history.size(), 1u);
+  EXPECT_EQ(history.since("a", 50).events.size(), 1u);
+}
+
+TEST(EventHistory, ReplaysAPageAtATimeAndSaysWhenMoreIsKept) {
+  EventHistory history;
+  for (std::uint64_t number = 1; number <= 100; ++number) {
+    desk::Event made = event(number, number % 2 ? "a" : "b");
+    made.data["text"] = std::string(1000, 'x');
+    history.add(made);
+  }
+  const std::size_t page_bytes = 10 * desk::approximate_bytes(history.since("a", 0, 1).events.front()) + 50;
+  std::vector<std::string> seen;
+  std::optional<std::uint64_t> after;
+  int pages = 0;
+  for (;;) {
+    auto page = history.since("a", after, page_bytes);
+    ++pages;
+    ASSERT_FALSE(page.events.empty());
+    EXPECT_LE(page.events.size(), 10u);
+    for (const auto& kept : page.events) seen.push_back(kept.id);
+    after = event_number(page.events.back().id);
+    if (!page.more) break;
+  }
+  EXPECT_EQ(pages, 5);
+  ASSERT_EQ(seen.size(), 50u);
+  EXPECT_EQ(seen.front(), "e-1");
+  EXPECT_EQ(seen.back(), "e-99");
+  // A page holds at least one event, however small the budget.
+  EXPECT_EQ(history.since("", 10, 1).events.size(), 1u);
+  EXPECT_TRUE(history.since("", 10, 1).more);
+}
+
+TEST(ControlProtocol, RefusesASendTooLargeAsTooLarge) {
+  const std::string line = json::serialize(
+      json::object{{"id", 3}, {"op", "send"}, {"desk", "a"}, {"text", std::string(kMaximumSendTextBytes + 1, 'x')}});
+  ParsedRequest parsed = parse_control_request(line);
+  ASSERT_TRUE(parsed.problem);
+  EXPECT_EQ(parsed.problem_code, "too_large");
+  EXPECT_EQ(parsed.request.id, 3);
+  EXPECT_NE(parsed.problem->find("262145 bytes"), std::string::npos) << *parsed.problem;
+  const std::string largest = json::serialize(
+      json::object{{"id", 4}, {"op", "send"}, {"desk", "a"}, {"text", std::string(kMaximumSendTextBytes, 'x')}});
+  EXPECT_FALSE(parse_control_request(largest).problem);
+}
+
 TEST(EventHistory, ReadsEventNumbers) {
   EXPECT_EQ(event_number("e-42"), 42u);
   EXPECT_FALSE(event_number("e-"));

@@ -2,110 +2,16 @@
 // loop on its own thread, and blocking clients in the test's threads.
 #include "runner/control/control_server.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <gtest/gtest.h>
-
-#include <boost/asio.hpp>
-#include <boost/json.hpp>
-
 #include <atomic>
-#include <filesystem>
-#include <thread>
 
-#include "base/clock.h"
-#include "runner/control/control_client.h"
-#include "runner/control/control_protocol.h"
-#include "runner/control/control_service.h"
+#include "unit/control/control_server_fixture.h"
 
 namespace deskd::control {
 namespace {
 
+using test_support::ControlServerTest;
 namespace asio = boost::asio;
 namespace json = boost::json;
-
-class FakeService final : public ControlService {
- public:
-  FakeService(asio::any_io_executor executor, const Clock& clock) : executor_(std::move(executor)), bus(clock) {
-    bus.add_sink([this](const desk::Event& event) { history.add(event); });
-  }
-  bool has_desk(const std::string& name) const override { return name == "a"; }
-  json::array desks() const override { return json::array{json::object{{"name", "a"}}}; }
-  Result<json::object> status(const std::string&) const override { return json::object{{"state", "idle"}}; }
-  Result<std::string> send(const std::string&, const std::string& text, const std::string& sender) override {
-    if (text == "refuse me") return Error::make(ErrorCode::refused, "No.");
-    last_sender = sender;
-    return std::string("t-1");
-  }
-  Result<json::array> commands(const std::string&) const override { return json::array{}; }
-  Result<json::array> proposals(const std::string&) const override { return json::array{}; }
-  Result<json::object> decide(const std::string& id, bool, const std::string&) override {
-    return Error::make(ErrorCode::not_found, "There is no proposal '" + id + "'.");
-  }
-  std::shared_ptr<desk::EventSubscription> subscribe() override { return bus.subscribe(executor_, 64); }
-  EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after) const override {
-    return history.since(desk, after);
-  }
-
-  asio::any_io_executor executor_;
-  desk::EventBus bus;
-  EventHistory history;
-  std::string last_sender;
-};
-
-class ControlServerTest : public testing::Test {
- protected:
-  void SetUp() override {
-    char folder_template[] = "/var/tmp/deskd-control-XXXXXX";
-    ASSERT_NE(::mkdtemp(folder_template), nullptr);
-    folder_ = folder_template;
-    socket_ = folder_ / "run" / "deskd.sock";
-    service_ = std::make_unique<FakeService>(io_.get_executor(), clock_);
-    auto server = ControlServer::open(io_.get_executor(), settings(), *service_);
-    ASSERT_TRUE(server.ok()) << server.error().what;
-    server_ = std::move(server).value();
-    asio::co_spawn(io_, server_->run(), asio::detached);
-    thread_ = std::thread([this] {
-      auto guard = asio::make_work_guard(io_);
-      io_.run();
-    });
-  }
-
-  void TearDown() override {
-    if (thread_.joinable()) {
-      asio::post(io_, [this] {
-        server_->close();
-        io_.stop();
-      });
-      thread_.join();
-    }
-    server_.reset();
-    std::filesystem::remove_all(folder_);
-  }
-
-  ControlServerSettings settings() { return ControlServerSettings{socket_, std::nullopt, PeerPolicy(::geteuid(), {}, {}), {}}; }
-
-  ControlClient connect() {
-    auto client = ControlClient::connect(socket_);
-    EXPECT_TRUE(client.ok()) << client.error().what;
-    return std::move(client).value();
-  }
-
-  static json::object next(ControlClient& client) {
-    auto line = client.read();
-    EXPECT_TRUE(line.ok());
-    EXPECT_TRUE(line.ok() && line->has_value()) << "the server closed the connection";
-    return line.ok() && *line ? **line : json::object{};
-  }
-
-  SystemClock clock_;
-  asio::io_context io_;
-  std::filesystem::path folder_, socket_;
-  std::unique_ptr<FakeService> service_;
-  std::unique_ptr<ControlServer> server_;
-  std::thread thread_;
-};
 
 TEST_F(ControlServerTest, TheSocketIsOpenToItsGroupOnly) {
   struct stat status {};

@@ -156,6 +156,38 @@ TEST_F(EventBusTest, ASubscriberThatNeverReadsLosesItsOldestEventsAndCountsThem)
   EXPECT_FALSE(idle->try_next());
 }
 
+TEST_F(EventBusTest, ASubscriberQueueIsCappedInBytesAndKeepsTheNewestEvenWhenHuge) {
+  const std::string text(100 * 1024, 'x');
+  const auto idle = bus_.subscribe(context_.get_executor(), 1000, std::size_t{1} << 20);
+  for (int index = 0; index < 100; ++index) bus_.publish("alpha", event_kind::kModelText, {{"n", index}, {"text", text}});
+  // 100 events of 100 KiB each against 1 MiB: the newest nine or so are kept.
+  EXPECT_GE(idle->dropped(), 90u);
+  EXPECT_LE(idle->dropped(), 92u);
+  std::size_t kept_bytes = 0;
+  std::int64_t last = -1;
+  while (const auto event = idle->try_next()) {
+    kept_bytes += approximate_bytes(*event);
+    last = event->data.at("n").as_int64();
+  }
+  EXPECT_LE(kept_bytes, std::size_t{1} << 20);
+  EXPECT_EQ(last, 99);
+  // One event larger than the whole cap is still delivered.
+  bus_.publish("alpha", event_kind::kModelText, {{"text", std::string(3 << 20, 'y')}});
+  const auto huge = idle->try_next();
+  ASSERT_TRUE(huge);
+  EXPECT_EQ(huge->data.at("text").as_string().size(), std::size_t{3} << 20);
+}
+
+TEST(EventTest, ApproximateBytesCountsTheTextsItHolds) {
+  Event small{.id = "e-1", .time = "t", .desk = "a", .kind = "K", .data = {}};
+  Event large = small;
+  large.data["text"] = std::string(50000, 'z');
+  large.data["list"] = boost::json::array{std::string(1000, 'q'), 1, 2};
+  EXPECT_LT(approximate_bytes(small), 1000u);
+  EXPECT_GE(approximate_bytes(large), 51000u);
+  EXPECT_LT(approximate_bytes(large), 53000u);
+}
+
 TEST_F(EventBusTest, DeadAndClosedSubscribersArePruned) {
   auto dropped = bus_.subscribe(context_.get_executor());
   const auto closed = bus_.subscribe(context_.get_executor());
