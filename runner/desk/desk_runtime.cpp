@@ -117,7 +117,7 @@ void DeskCore::answer(const Trigger& trigger, const std::string& command, std::s
 }
 
 void DeskCore::accept(Trigger trigger) {
-  if (!trigger.text.empty() && trigger.text.front() == '/') {
+  if (trigger.kind == Trigger::Kind::command) {
     handle_command(*this, std::move(trigger));
   } else if (state == DeskState::running && !trigger.queued_explicitly) {
     inbox.put(std::move(trigger));
@@ -258,6 +258,7 @@ Result<void> DeskRuntime::submit(Trigger trigger) {
   }
   if (trigger.id.empty()) trigger.id = make_trigger_id();
   if (trigger.received == std::chrono::system_clock::time_point{}) trigger.received = core_->clock.now();
+  if (!trigger.kind) trigger.kind = kind_of_text(trigger.text);
   // Journaled before it is acknowledged: once submit returns, a crash cannot lose it.
   Event accepted = core_->bus.publish(core_->settings.name, event_kind::kTriggerAccepted, to_json(trigger));
   if (core_->parts.journal != nullptr) DESKD_RETURN_IF_ERROR(core_->parts.journal->append(accepted));
@@ -279,7 +280,13 @@ awaitable<void> DeskRuntime::run() {
     if (unfinished.ok()) {
       for (Trigger& trigger : *unfinished) {
         trigger.redelivered = true;
-        core->enqueue(std::move(trigger));
+        // As what it was: a /pause pauses again, a /btw is asked beside; a message, or a
+        // line journaled before kinds were, is queued for a turn as before.
+        if (trigger.kind == Trigger::Kind::command) {
+          handle_command(*core, std::move(trigger));
+        } else {
+          core->enqueue(std::move(trigger));
+        }
       }
     }
   }
