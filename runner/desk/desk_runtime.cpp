@@ -266,6 +266,33 @@ Result<void> DeskRuntime::submit(Trigger trigger) {
   return success();
 }
 
+namespace {
+
+// Queues again what the journal holds unfinished, as what it was. Not inside run(): GCC 12
+// warns falsely (-Wmismatched-new-delete) once run()'s frame holds the recovery.
+void redeliver_unfinished(DeskCore& core) {
+  auto recovery = core.parts.journal->recover();
+  if (!recovery.ok()) return;
+  for (OpenTrigger& open : recovery->open_triggers) {
+    Trigger trigger = std::move(open.trigger);
+    // Its turn ended and its reply was given: only the line saying so was lost.
+    if (open.progress == OpenTrigger::Progress::ended) {
+      core.finish(trigger);
+      continue;
+    }
+    trigger.redelivered = true;
+    // As what it was: a /pause pauses again, a /btw is asked beside; a message, or a
+    // line journaled before kinds were, is queued for a turn as before.
+    if (trigger.kind == Trigger::Kind::command) {
+      handle_command(core, std::move(trigger));
+    } else {
+      core.enqueue(std::move(trigger));
+    }
+  }
+}
+
+}  // namespace
+
 awaitable<void> DeskRuntime::run() {
   auto core = core_;
   core->state = DeskState::idle;
@@ -275,21 +302,7 @@ awaitable<void> DeskRuntime::run() {
       core->publish(event_kind::kTurnFailed, {{"error", "The session could not be resumed: " + started.error().what}});
     }
   }
-  if (core->parts.journal != nullptr) {
-    auto unfinished = Journal::unfinished_triggers(core->parts.journal->path());
-    if (unfinished.ok()) {
-      for (Trigger& trigger : *unfinished) {
-        trigger.redelivered = true;
-        // As what it was: a /pause pauses again, a /btw is asked beside; a message, or a
-        // line journaled before kinds were, is queued for a turn as before.
-        if (trigger.kind == Trigger::Kind::command) {
-          handle_command(*core, std::move(trigger));
-        } else {
-          core->enqueue(std::move(trigger));
-        }
-      }
-    }
-  }
+  if (core->parts.journal != nullptr) redeliver_unfinished(*core);
   try {
     for (;;) {
       while (core->queue.empty() || core->draining) {
