@@ -6,6 +6,7 @@
 #include "runner/app/desk_assembly.h"
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/india_time.h"
+#include "runner/desk/journal_tail.h"
 #include "runner/desk/schedule.h"
 #include "runner/desk/usage_tracker.h"
 #include "runner/tools/proposal_decision.h"
@@ -108,6 +109,13 @@ void Daemon::track_waiting(const desk::Event& event) {
 }
 
 std::size_t Daemon::start() {
+  // Ids go on from the journals' last one, so "events after e-22" means the same after a
+  // restart, and their last events are history again. One more than the history keeps, so
+  // that it knows when older ones are missing.
+  const desk::PastEvents past =
+      desk::read_recent_events(desk::journals_under(config_.runner.state_folder / "desks"), 10001);
+  bus_.continue_numbering_after(past.highest_event_number);
+  for (const desk::Event& event : past.events) history_.add(event);
   std::size_t started = 0;
   for (auto& [name, slot_pointer] : slots_) {
     Slot& slot = *slot_pointer;

@@ -9,6 +9,7 @@
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/india_time.h"
 #include "runner/desk/journal.h"
+#include "runner/desk/journal_tail.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/model/model_turn_runner.h"
 #include "runner/model/script_provider.h"
@@ -133,6 +134,8 @@ int run_run_command(std::span<const std::string_view> arguments) {
       std::make_shared<model::ScriptProvider>(std::move(provider).value()), registry,
       model::TurnRunnerSettings{"You run the " + desk_name + " desk."}, &keeper);
   desk::EventBus bus(clock);
+  // Ids go on from the journal's last one: two runs never write the same id.
+  bus.continue_numbering_after(desk::read_recent_events({state / "journal.jsonl"}, 1).highest_event_number);
   desk::DeskParts parts;
   parts.tool_registry = registry;
   parts.session_keeper = &keeper;

@@ -61,14 +61,16 @@ asio::awaitable<void> log_events(std::shared_ptr<desk::EventSubscription> events
     std::string line = event->desk + ": " + event->kind;
     if (trigger != nullptr && trigger->is_string()) line += " " + std::string(trigger->as_string());
     if (event->kind == "TURN_FAILED" || event->kind == "DESK_FAILED" || event->kind == "SCHEDULE_MISSED" ||
-        event->kind == "PROPOSAL_REFUSED") {
+        event->kind == "PROPOSAL_REFUSED" || event->kind == "JOURNAL_DAMAGED" || event->kind == "JOURNAL_WRITE_FAILED" ||
+        event->kind == "TRIGGER_REDELIVERED" || event->kind == "SESSION_COMPACTION_FAILED") {
       const json::value* error = event->data.if_contains("error");
       const json::value* reason = event->data.if_contains("reason");
       if (error != nullptr && error->is_string()) line += ": " + std::string(error->as_string());
       if (reason != nullptr && reason->is_string()) line += ": " + std::string(reason->as_string());
       log->warn(line);
     } else if (event->kind.starts_with("TURN_") || event->kind.starts_with("DESK_") ||
-               event->kind.starts_with("PROPOSAL_") || event->kind == "SESSION_ROLLED_OVER") {
+               event->kind.starts_with("PROPOSAL_") || event->kind == "SESSION_ROLLED_OVER" ||
+               event->kind == "JOURNAL_COMPACTED") {
       log->info(line);
     } else {
       log->debug(line);

@@ -4,6 +4,7 @@
 // slash_commands.cpp.
 
 #include <boost/asio.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <deque>
 #include <memory>
@@ -25,6 +26,13 @@ struct DeskCore : std::enable_shared_from_this<DeskCore> {
   DeskParts parts;
   SteeringInbox inbox;
 
+  // Blocking journal work (reading it at start, compacting it) runs here, off the loop;
+  // null for a desk without a journal. Joined when the DeskRuntime goes.
+  std::unique_ptr<boost::asio::thread_pool> worker;
+  bool recovering = false;       // the journal is being read at start
+  bool compacting = false;       // a compaction runs on the worker
+  bool journal_failing = false;  // the last line the journal was given was refused
+
   DeskState state = DeskState::stopped;
   bool paused = false;
   bool draining = false;  // start no further trigger: deskd is stopping
@@ -41,12 +49,22 @@ struct DeskCore : std::enable_shared_from_this<DeskCore> {
   // /btw questions answered beside the turn, cancelled when the desk stops.
   std::vector<std::shared_ptr<boost::asio::cancellation_signal>> beside;
 
+  /// Publishes and journals an event (a refused line is reported: JOURNAL_WRITE_FAILED).
   Event publish(const std::string& kind, boost::json::object data = {});
+  void journal_refused(const Event& event, const Error& error);
   void enqueue(Trigger trigger, bool at_front = false);
   void finish(const Trigger& trigger);
   void accept(Trigger trigger);
   void answer(const Trigger& trigger, const std::string& command, std::string reply);
   std::string context_line(const Trigger& trigger) const;
+
+  /// At start: reads the journal on the worker, reports its damaged lines, finishes the
+  /// triggers whose turn ended and re-delivers the others (desk_recovery.cpp).
+  boost::asio::awaitable<void> recover_journal();
+  /// Hands a trigger read back from the journal to the desk as what it was.
+  void redeliver(Trigger trigger);
+  /// Compacts the journal on the worker if it has grown past its limit.
+  void compact_journal_if_due();
 
   boost::asio::awaitable<void> handle(Trigger trigger);
   boost::asio::awaitable<std::string> roll_over();

@@ -75,6 +75,7 @@ std::string describe(const std::exception_ptr& error) {
 std::string_view desk_state_name(DeskState state) {
   switch (state) {
     case DeskState::stopped: return "stopped";
+    case DeskState::starting: return "starting";
     case DeskState::idle: return "idle";
     case DeskState::running: return "running";
   }
@@ -90,13 +91,34 @@ DeskCore::DeskCore(asio::any_io_executor executor_in, DeskSettings settings_in, 
       clock(clock_in),
       parts(std::move(parts_in)),
       inbox(bus_in, settings.name),
-      wake(executor, asio::steady_timer::time_point::max()) {}
+      wake(executor, asio::steady_timer::time_point::max()) {
+  if (parts.journal != nullptr) worker = std::make_unique<asio::thread_pool>(1);
+}
 
 Event DeskCore::publish(const std::string& kind, json::object data) {
   Event event = bus.publish(settings.name, kind, std::move(data));
   // TRIGGER_ACCEPTED is journaled by submit itself, which must see the failure.
-  if (parts.journal != nullptr && kind != event_kind::kTriggerAccepted) (void)parts.journal->append(event);
+  if (parts.journal == nullptr || kind == event_kind::kTriggerAccepted) return event;
+  if (auto appended = parts.journal->append(event); !appended.ok()) {
+    journal_refused(event, appended.error());
+  } else {
+    journal_failing = false;
+    compact_journal_if_due();
+  }
   return event;
+}
+
+void DeskCore::journal_refused(const Event& event, const Error& error) {
+  // Every refused line that names a trigger is told (a lost finish line would run its
+  // trigger again after a restart); of the others, the first of a run of failures.
+  const json::value* trigger = event.data.if_contains("trigger");
+  const bool names_trigger = trigger != nullptr && trigger->is_string();
+  if (journal_failing && !names_trigger) return;
+  journal_failing = true;
+  json::object data{{"event", event.id}, {"kind", event.kind}, {"error", error.what}};
+  if (names_trigger) data["trigger"] = *trigger;
+  // On the bus only: the journal is what refused it (a held line is written later).
+  bus.publish(settings.name, event_kind::kJournalWriteFailed, std::move(data));
 }
 
 void DeskCore::enqueue(Trigger trigger, bool at_front) {
@@ -117,7 +139,7 @@ void DeskCore::answer(const Trigger& trigger, const std::string& command, std::s
 }
 
 void DeskCore::accept(Trigger trigger) {
-  if (!trigger.text.empty() && trigger.text.front() == '/') {
+  if (trigger.kind == Trigger::Kind::command) {
     handle_command(*this, std::move(trigger));
   } else if (state == DeskState::running && !trigger.queued_explicitly) {
     inbox.put(std::move(trigger));
@@ -135,6 +157,7 @@ std::string DeskCore::context_line(const Trigger& trigger) const {
     woke = trigger.sender.empty() ? "a message" : "a message from " + trigger.sender;
   }
   if (trigger.redelivered) woke += ", re-delivered after a restart";
+  if (trigger.redelivered && !trigger.redelivery_reason.empty()) woke += " (" + trigger.redelivery_reason + ")";
   std::string line = "It is " + format_india_time(now) + ". Woken by " + woke + ".";
   if (parts.market_status != nullptr) line += "\n" + parts.market_status->describe(now);
   return line;
@@ -154,7 +177,9 @@ awaitable<void> DeskCore::handle(Trigger trigger) {
       const std::string session = co_await parts.session_keeper->roll_over(*runner);
       publish(event_kind::kSessionRolledOver, {{"session", session}, {"reason", "a new India day"}});
     } catch (const std::exception& error) {
-      publish(event_kind::kTurnFailed, {{"trigger", trigger.id}, {"error", std::string("The day's rollover failed: ") + error.what()}});
+      // "rollover": the turn itself still runs; a restart must not read this as its end.
+      publish(event_kind::kTurnFailed, {{"trigger", trigger.id}, {"rollover", true},
+                                        {"error", std::string("The day's rollover failed: ") + error.what()}});
     }
   }
   co_await run_turn(trigger, context_line(trigger) + "\n\n" + trigger.text);
@@ -239,7 +264,12 @@ DeskRuntime::DeskRuntime(asio::any_io_executor executor, DeskSettings settings, 
     : core_(std::make_shared<DeskCore>(std::move(executor), std::move(settings), bus, std::move(turn_runner), clock,
                                    std::move(parts))) {}
 
-DeskRuntime::~DeskRuntime() = default;
+DeskRuntime::~DeskRuntime() {
+  // A compaction in progress ends before the journal it writes can go; nothing after this
+  // may write to the journal, which the desk's owner destroys next.
+  if (core_->worker) core_->worker->join();
+  core_->parts.journal = nullptr;
+}
 
 const std::string& DeskRuntime::name() const { return core_->settings.name; }
 DeskState DeskRuntime::state() const { return core_->state; }
@@ -258,32 +288,34 @@ Result<void> DeskRuntime::submit(Trigger trigger) {
   }
   if (trigger.id.empty()) trigger.id = make_trigger_id();
   if (trigger.received == std::chrono::system_clock::time_point{}) trigger.received = core_->clock.now();
+  if (!trigger.kind) trigger.kind = kind_of_text(trigger.text);
   // Journaled before it is acknowledged: once submit returns, a crash cannot lose it.
   Event accepted = core_->bus.publish(core_->settings.name, event_kind::kTriggerAccepted, to_json(trigger));
-  if (core_->parts.journal != nullptr) DESKD_RETURN_IF_ERROR(core_->parts.journal->append(accepted));
+  if (core_->parts.journal != nullptr) {
+    if (auto appended = core_->parts.journal->append(accepted); !appended.ok()) {
+      // Followers saw it accepted: they are told it was not.
+      core_->bus.publish(core_->settings.name, event_kind::kJournalWriteFailed,
+                         {{"event", accepted.id}, {"kind", accepted.kind}, {"trigger", trigger.id},
+                          {"error", appended.error().what + " The trigger is refused."}});
+      return std::move(appended).error();
+    }
+  }
   asio::post(core_->executor, [core = core_, trigger = std::move(trigger)]() mutable { core->accept(std::move(trigger)); });
   return success();
 }
 
 awaitable<void> DeskRuntime::run() {
   auto core = core_;
-  core->state = DeskState::idle;
+  core->state = core->parts.journal != nullptr ? DeskState::starting : DeskState::idle;
   core->publish(event_kind::kDeskStarted);
   if (core->parts.session_keeper != nullptr) {
     if (auto started = core->parts.session_keeper->start(*core->runner); !started.ok()) {
       core->publish(event_kind::kTurnFailed, {{"error", "The session could not be resumed: " + started.error().what}});
     }
   }
-  if (core->parts.journal != nullptr) {
-    auto unfinished = Journal::unfinished_triggers(core->parts.journal->path());
-    if (unfinished.ok()) {
-      for (Trigger& trigger : *unfinished) {
-        trigger.redelivered = true;
-        core->enqueue(std::move(trigger));
-      }
-    }
-  }
   try {
+    if (core->parts.journal != nullptr) co_await core->recover_journal();
+    core->state = DeskState::idle;
     for (;;) {
       while (core->queue.empty() || core->draining) {
         core->wake.expires_at(asio::steady_timer::time_point::max());

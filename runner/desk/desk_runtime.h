@@ -38,8 +38,10 @@ class SessionKeeper;
 class SkillLibrary;
 class UsageTracker;
 
-/// Whether a desk is stopped, waiting for a trigger or running a turn.
-enum class DeskState { stopped, idle, running };
+/// Whether a desk is stopped, reading its journal at start, waiting for a trigger or
+/// running a turn. A starting desk takes triggers; it handles them once its journal's
+/// unfinished ones are back in the queue.
+enum class DeskState { stopped, starting, idle, running };
 std::string_view desk_state_name(DeskState state);
 
 /// The desk's settings.
@@ -97,8 +99,11 @@ class DeskRuntime {
   /// stop: drain, give the running turn its grace, then cancel run().
   void drain();
 
-  /// Handles triggers one at a time until cancelled; re-queues the journal's unfinished
-  /// triggers first. Then closes the turn runner and the tools, and reports DESK_STOPPED.
+  /// Handles triggers one at a time until cancelled; first reads the journal (off the event
+  /// loop, the desk "starting" meanwhile): reports its damaged lines, finishes triggers
+  /// whose turn ended and re-delivers the others (TRIGGER_REDELIVERED, with why), ahead of
+  /// what arrived meanwhile. Then closes the turn runner and the tools, and reports
+  /// DESK_STOPPED.
   boost::asio::awaitable<void> run();
 
   /// Ends the session with a summary and starts a fresh one, for /rollover.

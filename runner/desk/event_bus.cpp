@@ -158,6 +158,11 @@ std::shared_ptr<EventSubscription> EventBus::subscribe(asio::any_io_executor exe
   return subscription;
 }
 
+void EventBus::continue_numbering_after(std::uint64_t number) {
+  const std::lock_guard lock(mutex_);
+  next_id_ = std::max(next_id_, number + 1);
+}
+
 Event EventBus::publish(std::string desk, std::string kind, boost::json::object data) {
   Event event{.id = {}, .time = {}, .desk = std::move(desk), .kind = std::move(kind), .data = std::move(data)};
   // One lock around numbering, sinks and queues: every sink and every subscriber sees the

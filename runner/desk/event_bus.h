@@ -60,6 +60,9 @@ class EventBus {
                                                std::size_t maximum_bytes = kDefaultSubscriptionBytes);
   /// Publishes an event; safe from any thread. Returns it as published.
   Event publish(std::string desk, std::string kind, boost::json::object data = {});
+  /// Numbers the next events after `number` (never lower than now): a restarted daemon
+  /// goes on from its journals' last id, so that "events after e-22" keeps its meaning.
+  void continue_numbering_after(std::uint64_t number);
 
  private:
   friend class EventBusTestPeer;  // counts live subscribers, to test pruning

@@ -4,90 +4,87 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <boost/json.hpp>
 #include <cerrno>
-#include <map>
-#include <string_view>
-#include <unordered_map>
+#include <deque>
+#include <mutex>
+
+#include "base/unique_fd.h"
+#include "runner/desk/journal_file.h"
 
 namespace deskd::desk {
-namespace {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
+using journal_file::quoted;
 
-constexpr std::size_t kReadChunkBytes = 64 * 1024;
+struct Journal::State {
+  fs::path path;
+  Limits limits;
+  mutable std::mutex mutex;  // guards what follows, except `compacting`
+  UniqueFd fd;
+  // The file may end without a newline (a crash or a short write tore its last line); the
+  // next line then starts with one, so that it is not glued to the torn one and lost too.
+  bool starts_mid_line = false;
+  std::uint64_t size = 0;
+  std::uint64_t opened_size = 0;  // what recover() reads: the file as an earlier process left it
+  std::uint64_t compact_at = 0;
+  std::deque<std::string> held;   // refused lines, oldest first, each with its newline
+  std::size_t held_bytes = 0;
+  std::size_t dropped = 0;
+  bool recovered = false;
+  std::atomic<bool> compacting{false};
 
-std::string quoted(const fs::path& path) { return "\"" + path.string() + "\""; }
-
-// Makes a new file's name durable: without this, a power cut can leave the folder without
-// the journal even though its lines were fsync'ed.
-Result<void> sync_folder(const fs::path& folder) {
-  const fs::path name = folder.empty() ? fs::path(".") : folder;
-  const UniqueFd fd(retry_on_eintr([&] { return ::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }));
-  if (!fd || ::fsync(fd.get()) != 0) {
-    return Error::from_errno(errno, "The journal's folder " + quoted(name) + " could not be synced");
-  }
-  return success();
-}
-
-// Triggers accepted and not yet finished, in the order accepted. Finished ones are
-// forgotten at once, so memory follows what is open, not the length of the journal.
-class OpenTriggers {
- public:
-  void accepted(Trigger trigger) {
-    const auto found = sequence_of_.find(trigger.id);
-    if (found != sequence_of_.end()) {
-      // Accepted again (a re-delivery journaled after a restart): keep its first place.
-      by_sequence_[found->second] = std::move(trigger);
-      return;
+  // Precondition: `mutex` is held. Writes `line` with one write(2): with O_APPEND the
+  // kernel places it at the end as a whole, so lines never interleave, even with a second
+  // writer (a deskctl tool, a stray process).
+  Result<void> write_line(std::string_view line) {
+    std::string joined;
+    if (starts_mid_line) {
+      joined.reserve(line.size() + 1);
+      joined.push_back('\n');
+      joined.append(line);
+      line = joined;
     }
-    sequence_of_.emplace(trigger.id, next_sequence_);
-    by_sequence_.emplace(next_sequence_++, std::move(trigger));
-  }
-  void finished(const std::string& id) {
-    const auto found = sequence_of_.find(id);
-    if (found == sequence_of_.end()) return;
-    by_sequence_.erase(found->second);
-    sequence_of_.erase(found);
-  }
-  std::vector<Trigger> take() {
-    std::vector<Trigger> triggers;
-    triggers.reserve(by_sequence_.size());
-    for (auto& [sequence, trigger] : by_sequence_) triggers.push_back(std::move(trigger));
-    return triggers;
+    const ssize_t written = retry_on_eintr([&] { return ::write(fd.get(), line.data(), line.size()); });
+    if (written < 0) return Error::from_errno(errno, "The journal " + quoted(path) + " could not be written");
+    size += static_cast<std::uint64_t>(written);
+    if (written > 0) starts_mid_line = line[static_cast<std::size_t>(written) - 1] != '\n';
+    if (static_cast<std::size_t>(written) != line.size()) {
+      // Only a full disk or a file size limit cuts a regular file's write short.
+      return Error::make(ErrorCode::system, "Only " + std::to_string(written) + " of " + std::to_string(line.size()) +
+                                                " bytes could be written to the journal " + quoted(path) +
+                                                "; the disk may be full.");
+    }
+    return success();
   }
 
- private:
-  std::uint64_t next_sequence_ = 0;
-  std::map<std::uint64_t, Trigger> by_sequence_;
-  std::unordered_map<std::string, std::uint64_t> sequence_of_;
+  // Precondition: `mutex` is held. Keeps a refused line to write before the next one.
+  Error hold(std::string line, Error why) {
+    if (held_bytes + line.size() > limits.maximum_held_bytes) {
+      ++dropped;
+      why.what += " More than " + std::to_string(limits.maximum_held_bytes) + " bytes of lines wait already, so this one is lost (" +
+                  std::to_string(dropped) + " lost so far).";
+      return why;
+    }
+    held_bytes += line.size();
+    held.push_back(std::move(line));
+    why.what += " The line is held and written once the journal takes lines again (" + std::to_string(held.size()) +
+                " held).";
+    return why;
+  }
 };
 
-// Reads one journal line into `open`; false when the line is not a well-formed event.
-bool read_line(std::string_view line, OpenTriggers& open) {
-  boost::system::error_code error;
-  const json::value value = json::parse(line, error);
-  const json::object* event = error ? nullptr : value.if_object();
-  if (event == nullptr) return false;
-  const json::value* kind = event->if_contains("kind");
-  const json::value* data = event->if_contains("data");
-  if (kind == nullptr || !kind->is_string() || data == nullptr || !data->is_object()) return false;
-  if (kind->get_string() == event_kind::kTriggerAccepted) {
-    Result<Trigger> trigger = trigger_from_json(data->get_object());
-    if (!trigger.ok()) return false;
-    open.accepted(std::move(trigger).value());
-  } else if (kind->get_string() == event_kind::kTriggerFinished) {
-    const json::value* id = data->get_object().if_contains("trigger");
-    if (id == nullptr || !id->is_string()) return false;
-    open.finished(std::string(id->get_string()));
-  }
-  return true;
-}
+Journal::Journal(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Journal::Journal(Journal&&) noexcept = default;
+Journal& Journal::operator=(Journal&&) noexcept = default;
+Journal::~Journal() = default;
 
-}  // namespace
+const fs::path& Journal::path() const { return state_->path; }
 
-Result<Journal> Journal::open(const fs::path& path) {
+Result<Journal> Journal::open(const fs::path& path, Limits limits) {
   if (path.empty() || !path.has_filename()) {
     return Error::make(ErrorCode::invalid_argument, "A journal needs a file name, not " + quoted(path) + ".");
   }
@@ -95,17 +92,17 @@ Result<Journal> Journal::open(const fs::path& path) {
   std::error_code folder_error;
   if (!folder.empty()) fs::create_directories(folder, folder_error);
   if (folder_error) {
-    return Error::from_errno(folder_error.value(),
-                             "The journal's folder " + quoted(folder) + " could not be created");
+    return Error::from_errno(folder_error.value(), "The journal's folder " + quoted(folder) + " could not be created");
   }
-  // O_RDWR rather than O_WRONLY only so that the last byte can be read back below.
+  // O_RDWR rather than O_WRONLY so that what is there can be read back (its last byte, a
+  // compaction's copy of the lines appended while it ran).
   constexpr int kFlags = O_RDWR | O_APPEND | O_CLOEXEC;
   // 0600: the journal holds the user's messages.
   UniqueFd fd(retry_on_eintr([&] { return ::open(path.c_str(), kFlags | O_CREAT | O_EXCL, 0600); }));
   const bool created = fd.valid();
   if (!created && errno == EEXIST) fd.reset(retry_on_eintr([&] { return ::open(path.c_str(), kFlags); }));
   if (!fd) return Error::from_errno(errno, "The journal " + quoted(path) + " could not be opened");
-  if (created) DESKD_RETURN_IF_ERROR(sync_folder(folder));
+  if (created) DESKD_RETURN_IF_ERROR(journal_file::sync_folder(folder));
 
   struct stat status {};
   if (::fstat(fd.get(), &status) != 0) {
@@ -114,80 +111,219 @@ Result<Journal> Journal::open(const fs::path& path) {
   if (!S_ISREG(status.st_mode)) {
     return Error::make(ErrorCode::invalid_argument, "The journal " + quoted(path) + " is not a regular file.");
   }
-  bool starts_mid_line = false;
+  auto state = std::make_unique<State>();
   if (status.st_size > 0) {
     char last = '\n';
     if (retry_on_eintr([&] { return ::pread(fd.get(), &last, 1, status.st_size - 1); }) != 1) {
       return Error::from_errno(errno, "The journal " + quoted(path) + " could not be read");
     }
-    starts_mid_line = last != '\n';
+    state->starts_mid_line = last != '\n';
   }
-  Journal journal(path, std::move(fd));
-  journal.starts_mid_line_ = starts_mid_line;
-  return journal;
+  state->path = path;
+  state->limits = limits;
+  state->fd = std::move(fd);
+  state->size = static_cast<std::uint64_t>(status.st_size);
+  state->opened_size = state->size;
+  state->compact_at = limits.compact_past_bytes;
+  return Journal(std::move(state));
 }
 
 Result<void> Journal::append(const Event& event) {
   std::string line = json::serialize(to_json(event));
   line += '\n';
-  const std::lock_guard lock(*mutex_);
-  if (starts_mid_line_) line.insert(line.begin(), '\n');
-  // One write(2) per line: with O_APPEND the kernel places it at the end as a whole, so
-  // lines never interleave, even with a second writer (a deskctl tool, a stray process).
-  const ssize_t written = retry_on_eintr([&] { return ::write(fd_.get(), line.data(), line.size()); });
-  if (written < 0) return Error::from_errno(errno, "The journal " + quoted(path_) + " could not be written");
-  if (static_cast<std::size_t>(written) != line.size()) {
-    // Only a full disk or a file size limit cuts a regular file's write short.
-    starts_mid_line_ = true;
-    return Error::make(ErrorCode::system, "Only " + std::to_string(written) + " of " + std::to_string(line.size()) +
-                                              " bytes could be written to the journal " + quoted(path_) +
-                                              "; the disk may be full.");
+  const bool accepted = event.kind == event_kind::kTriggerAccepted;
+  State& state = *state_;
+  const std::lock_guard lock(state.mutex);
+  // Lines refused earlier go first, in their order.
+  std::optional<Error> still_refused;
+  while (!state.held.empty()) {
+    if (auto written = state.write_line(state.held.front()); !written.ok()) {
+      still_refused = std::move(written).error();
+      break;
+    }
+    state.held_bytes -= state.held.front().size();
+    state.held.pop_front();
   }
-  starts_mid_line_ = false;
+  if (still_refused) {
+    if (accepted) {
+      still_refused->what += " " + std::to_string(state.held.size()) + " earlier lines still wait, so the trigger is refused.";
+      return *still_refused;
+    }
+    return state.hold(std::move(line), std::move(*still_refused));
+  }
+  if (auto written = state.write_line(line); !written.ok()) {
+    // The desk refuses a trigger it cannot journal: its sender is told, and sends it again.
+    if (accepted) return written;
+    return state.hold(std::move(line), std::move(written).error());
+  }
   // The desk acknowledges a trigger only after this returns, so the line must be on disk,
   // not only in the page cache: a crash or power cut after the reply loses no message.
-  if (event.kind == event_kind::kTriggerAccepted && retry_on_eintr([&] { return ::fsync(fd_.get()); }) != 0) {
-    return Error::from_errno(errno, "The journal " + quoted(path_) + " could not be flushed to disk");
+  if (accepted && retry_on_eintr([&] { return ::fsync(state.fd.get()); }) != 0) {
+    return Error::from_errno(errno, "The journal " + quoted(state.path) + " could not be flushed to disk");
   }
   return success();
 }
 
-Result<std::vector<Trigger>> Journal::unfinished_triggers(const fs::path& path, std::size_t* skipped_lines) {
-  std::size_t skipped = 0;
-  if (skipped_lines != nullptr) *skipped_lines = 0;
+std::size_t Journal::held_lines() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->held.size();
+}
+
+bool Journal::wants_compaction() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->recovered && state_->size > state_->compact_at && !state_->compacting.load();
+}
+
+Result<JournalScan> Journal::read(const fs::path& path) {
+  JournalScan scan;
   const UniqueFd fd(retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); }));
   if (!fd) {
     // A desk that never ran has no journal, and nothing to re-deliver.
-    if (errno == ENOENT) return std::vector<Trigger>{};
+    if (errno == ENOENT) return scan;
     return Error::from_errno(errno, "The journal " + quoted(path) + " could not be opened");
   }
-  OpenTriggers open;
-  const auto take_line = [&](std::string_view line) {
-    if (!line.empty() && !read_line(line, open)) ++skipped;
-  };
-  std::string pending;  // the start of a line whose end has not been read yet
-  std::string chunk(kReadChunkBytes, '\0');
-  for (;;) {
-    const ssize_t count = retry_on_eintr([&] { return ::read(fd.get(), chunk.data(), chunk.size()); });
-    if (count < 0) return Error::from_errno(errno, "The journal " + quoted(path) + " could not be read");
-    if (count == 0) break;
-    std::string_view rest(chunk.data(), static_cast<std::size_t>(count));
-    for (std::size_t newline = rest.find('\n'); newline != std::string_view::npos; newline = rest.find('\n')) {
-      if (pending.empty()) {
-        take_line(rest.substr(0, newline));
-      } else {
-        pending.append(rest.substr(0, newline));
-        take_line(pending);
-        pending.clear();
-      }
-      rest.remove_prefix(newline + 1);
-    }
-    pending.append(rest);
+  DESKD_RETURN_IF_ERROR(journal_file::read_lines(fd.get(), std::nullopt, path, [&](std::string_view line) { scan.take_line(line); }));
+  return scan;
+}
+
+Result<Journal::Recovery> Journal::recover() {
+  const auto began = std::chrono::steady_clock::now();
+  State& state = *state_;
+  std::uint64_t earlier_bytes = 0;
+  {
+    const std::lock_guard lock(state.mutex);
+    if (state.recovered) return Recovery{};
+    state.recovered = true;
+    earlier_bytes = state.opened_size;
   }
-  // A last line without its newline: a crash tore it, unless only the newline is missing.
-  take_line(pending);
-  if (skipped_lines != nullptr) *skipped_lines = skipped;
-  return open.take();
+  const UniqueFd fd(retry_on_eintr([&] { return ::open(state.path.c_str(), O_RDONLY | O_CLOEXEC); }));
+  if (!fd) return Error::from_errno(errno, "The journal " + quoted(state.path) + " could not be opened");
+  JournalScan scan(state.limits.kept_tail);
+  DESKD_RETURN_IF_ERROR(
+      journal_file::read_lines(fd.get(), earlier_bytes, state.path, [&](std::string_view line) { scan.take_line(line); }));
+  Recovery recovery{.open_triggers = scan.open_triggers(), .damaged = scan.damaged(),
+                    .damaged_count = scan.damaged_count(), .lines = scan.lines(), .compaction = {},
+                    .compaction_error = {}};
+  // Damaged lines are reported once: the rewrite leaves them out (journal.jsonl.1 keeps them).
+  if ((earlier_bytes > state.limits.compact_past_bytes || scan.damaged_count() > 0) && !state.compacting.exchange(true)) {
+    auto compaction = rewrite_or_wait(scan, earlier_bytes, began);
+    state.compacting = false;
+    if (compaction.ok()) {
+      recovery.compaction = std::move(compaction).value();
+    } else {
+      recovery.compaction_error = std::move(compaction).error();
+    }
+  }
+  return recovery;
+}
+
+Result<Journal::Compaction> Journal::compact() {
+  const auto began = std::chrono::steady_clock::now();
+  State& state = *state_;
+  if (state.compacting.exchange(true)) {
+    return Error::make(ErrorCode::refused, "The journal " + quoted(state.path) + " is being compacted already.");
+  }
+  struct Reset {
+    std::atomic<bool>& flag;
+    ~Reset() { flag = false; }
+  } reset{state.compacting};
+  std::uint64_t scanned_bytes = 0;
+  {
+    const std::lock_guard lock(state.mutex);
+    // Before recover() the lines of an earlier process are still to be told apart.
+    if (!state.recovered) {
+      return Error::make(ErrorCode::refused, "The journal " + quoted(state.path) + " is compacted only after it was recovered.");
+    }
+    struct stat status {};
+    if (::fstat(state.fd.get(), &status) != 0) {
+      return Error::from_errno(errno, "The journal " + quoted(state.path) + " could not be examined");
+    }
+    scanned_bytes = static_cast<std::uint64_t>(status.st_size);
+  }
+  const UniqueFd fd(retry_on_eintr([&] { return ::open(state.path.c_str(), O_RDONLY | O_CLOEXEC); }));
+  if (!fd) return Error::from_errno(errno, "The journal " + quoted(state.path) + " could not be opened");
+  JournalScan scan(state.limits.kept_tail);
+  DESKD_RETURN_IF_ERROR(
+      journal_file::read_lines(fd.get(), scanned_bytes, state.path, [&](std::string_view line) { scan.take_line(line); }));
+  return rewrite_or_wait(scan, scanned_bytes, began);
+}
+
+Result<Journal::Compaction> Journal::rewrite_or_wait(const JournalScan& scan, std::uint64_t scanned_bytes,
+                                                     std::chrono::steady_clock::time_point began) {
+  auto compaction = rewrite(scan, scanned_bytes, began);
+  if (!compaction.ok()) {
+    // Not again at every line (a full disk refuses the rewrite too): once the journal has
+    // grown by half its limit more.
+    const std::lock_guard lock(state_->mutex);
+    state_->compact_at = state_->size + state_->limits.compact_past_bytes / 2;
+  }
+  return compaction;
+}
+
+Result<Journal::Compaction> Journal::rewrite(const JournalScan& scan, std::uint64_t scanned_bytes,
+                                             std::chrono::steady_clock::time_point began) {
+  State& state = *state_;
+  const fs::path temporary = state.path.string() + ".compacting";
+  const fs::path previous = state.path.string() + ".1";
+  UniqueFd out(retry_on_eintr(
+      [&] { return ::open(temporary.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600); }));
+  if (!out) return Error::from_errno(errno, "The compacted journal " + quoted(temporary) + " could not be created");
+  const auto give_up = [&](Error error) {
+    (void)::unlink(temporary.c_str());
+    error.what = "Compacting the journal failed, and it is left as it was: " + error.what;
+    return error;
+  };
+  std::string kept;
+  const std::vector<std::string> lines = scan.kept_lines();
+  for (const std::string& line : lines) (kept += line) += '\n';
+  if (auto written = journal_file::write_all(out.get(), kept, temporary); !written.ok()) return give_up(written.error());
+  // The slow flush happens before the lock, so appends wait only for the short one below.
+  if (::fsync(out.get()) != 0) return give_up(Error::from_errno(errno, "fsync of " + quoted(temporary)));
+
+  const std::lock_guard lock(state.mutex);
+  struct stat status {};
+  if (::fstat(state.fd.get(), &status) != 0) return give_up(Error::from_errno(errno, "fstat of " + quoted(state.path)));
+  const auto bytes_before = static_cast<std::uint64_t>(status.st_size);
+  // What was appended while the old lines were read goes over as it is.
+  std::size_t copied_lines = 0;
+  std::string chunk(256 * 1024, '\0');
+  for (std::uint64_t offset = scanned_bytes; offset < bytes_before;) {
+    const auto wanted = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), bytes_before - offset));
+    const ssize_t count = retry_on_eintr([&] { return ::pread(state.fd.get(), chunk.data(), wanted, static_cast<off_t>(offset)); });
+    if (count <= 0) return give_up(Error::from_errno(count < 0 ? errno : EIO, "reading " + quoted(state.path)));
+    const std::string_view piece(chunk.data(), static_cast<std::size_t>(count));
+    copied_lines += static_cast<std::size_t>(std::count(piece.begin(), piece.end(), '\n'));
+    if (auto written = journal_file::write_all(out.get(), piece, temporary); !written.ok()) return give_up(written.error());
+    offset += static_cast<std::uint64_t>(count);
+  }
+  if (::fsync(out.get()) != 0) return give_up(Error::from_errno(errno, "fsync of " + quoted(temporary)));
+  // The journal as it was stays beside the new one until the next compaction, for a
+  // person to read; link, not rename, so that the journal's own name never goes missing.
+  if (::unlink(previous.c_str()) != 0 && errno != ENOENT) {
+    return give_up(Error::from_errno(errno, "removing the previous journal " + quoted(previous)));
+  }
+  if (::link(state.path.c_str(), previous.c_str()) != 0) {
+    return give_up(Error::from_errno(errno, "keeping the journal as " + quoted(previous)));
+  }
+  if (::rename(temporary.c_str(), state.path.c_str()) != 0) {
+    return give_up(Error::from_errno(errno, "renaming " + quoted(temporary) + " to " + quoted(state.path)));
+  }
+  // From here the new journal is in place; a failed folder sync only makes it less durable.
+  (void)journal_file::sync_folder(state.path.parent_path());
+  struct stat after {};
+  (void)::fstat(out.get(), &after);
+  char last = '\n';
+  if (after.st_size > 0 && ::pread(out.get(), &last, 1, after.st_size - 1) != 1) last = '\n';
+  state.fd = std::move(out);
+  state.size = static_cast<std::uint64_t>(after.st_size);
+  state.starts_mid_line = last != '\n';
+  // Twice what is kept: a journal whose open triggers alone pass the limit is not
+  // rewritten at every line.
+  state.compact_at = std::max(state.limits.compact_past_bytes, 2 * state.size);
+  return Compaction{.bytes_before = bytes_before, .bytes_after = state.size, .lines_before = scan.lines(),
+                    .lines_kept = lines.size() + copied_lines,
+                    .took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began),
+                    .previous = previous};
 }
 
 }  // namespace deskd::desk

@@ -1,46 +1,97 @@
 #pragma once
 // Journal: a desk's events, appended one JSON object a line to
 // <state folder>/desks/<desk>/journal.jsonl. A trigger is written (and flushed to disk)
-// before the desk acknowledges it; when the desk starts again, triggers that were accepted
-// but never finished are queued again, marked as re-delivered, so a crash loses no message.
+// before the desk acknowledges it; when the desk starts again, recover() finds the triggers
+// that were accepted but never finished, how far each got, and the lines that could not be
+// read, so a crash loses no message and nothing runs again unsaid.
+//
+// A line the disk refuses (full, or past a size limit) is held and written before the next
+// one, so a finish line is not lost to a moment of full disk. A journal that grows past
+// its limit is compacted: rewritten with only what a restart needs (the open triggers'
+// lines and the last events), atomically, the previous one kept as journal.jsonl.1.
 
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
-#include "base/unique_fd.h"
 #include "runner/desk/event.h"
-#include "runner/desk/trigger.h"
+#include "runner/desk/journal_scan.h"
 
 namespace deskd::desk {
 
 class Journal {
  public:
-  /// Opens (creating folders and file as needed) the journal at `path` for appending.
-  static Result<Journal> open(const std::filesystem::path& path);
+  struct Limits {
+    /// Past this size the journal is compacted, at start and while the desk runs.
+    std::uint64_t compact_past_bytes = 32 * 1024 * 1024;
+    /// What a compaction keeps besides the open triggers' lines.
+    KeptTail kept_tail;
+    /// Refused lines held to write again, at most (more are dropped, and counted).
+    std::size_t maximum_held_bytes = 4 * 1024 * 1024;
+  };
 
-  /// Appends one event line (TRIGGER_ACCEPTED lines are fsync'ed before returning).
+  /// Opens (creating folders and file as needed) the journal at `path` for appending.
+  static Result<Journal> open(const std::filesystem::path& path, Limits limits);
+  static Result<Journal> open(const std::filesystem::path& path) { return open(path, Limits{}); }
+  Journal(Journal&&) noexcept;
+  Journal& operator=(Journal&&) noexcept;
+  ~Journal();
+
+  /// Appends one event line; safe from any thread. TRIGGER_ACCEPTED lines are fsync'ed
+  /// before returning, and refused with an error when they cannot be written. Any other
+  /// line the disk refuses is held (held_lines()) and written before the next line; the
+  /// error then says so.
   Result<void> append(const Event& event);
 
-  /// The triggers with a TRIGGER_ACCEPTED line (data: the trigger) and no TRIGGER_FINISHED
-  /// line (data: {"trigger": id}), in the order accepted. Torn or malformed lines (a crash
-  /// mid-write) are skipped and counted in `skipped_lines`.
-  static Result<std::vector<Trigger>> unfinished_triggers(const std::filesystem::path& path,
-                                                          std::size_t* skipped_lines = nullptr);
+  /// How many refused lines wait to be written again.
+  std::size_t held_lines() const;
 
-  const std::filesystem::path& path() const { return path_; }
+  /// A rewrite of the journal, as it went.
+  struct Compaction {
+    std::uint64_t bytes_before = 0;
+    std::uint64_t bytes_after = 0;
+    std::size_t lines_before = 0;
+    std::size_t lines_kept = 0;
+    std::chrono::milliseconds took{0};
+    std::filesystem::path previous;  ///< where the journal as it was is kept
+  };
+
+  /// What a restart finds in the journal as it was when opened (lines this process
+  /// appended are not re-delivered). Reads it once: later calls find nothing. Compacts it
+  /// when it is past its limit or has damaged lines. Blocking: call it off the event loop.
+  struct Recovery {
+    std::vector<OpenTrigger> open_triggers;  ///< in the order accepted
+    std::vector<DamagedLine> damaged;        ///< the first JournalScan::kMaximumDamagedKept
+    std::size_t damaged_count = 0;
+    std::size_t lines = 0;
+    std::optional<Compaction> compaction;    ///< when it was rewritten
+    std::optional<Error> compaction_error;   ///< when a rewrite was due and failed
+  };
+  Result<Recovery> recover();
+
+  /// Whether the journal has grown past its limit since it was opened or last compacted.
+  bool wants_compaction() const;
+  /// Rewrites the journal with only what a restart needs; lines appended meanwhile (from
+  /// any thread) are kept. Blocking: call it off the event loop.
+  Result<Compaction> compact();
+
+  /// Reads the journal at `path` whole (for tests and tools); a missing file is empty.
+  static Result<JournalScan> read(const std::filesystem::path& path);
+
+  const std::filesystem::path& path() const;
 
  private:
-  Journal(std::filesystem::path path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
-  std::filesystem::path path_;
-  UniqueFd fd_;
-  std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
-  // The file may end without a newline (a crash or a short write tore its last line); the
-  // next line then starts with one, so that it is not glued to the torn one and lost too.
-  bool starts_mid_line_ = false;
+  struct State;
+  explicit Journal(std::unique_ptr<State> state);
+  Result<Compaction> rewrite_or_wait(const JournalScan& scan, std::uint64_t scanned_bytes,
+                                     std::chrono::steady_clock::time_point began);
+  Result<Compaction> rewrite(const JournalScan& scan, std::uint64_t scanned_bytes, std::chrono::steady_clock::time_point began);
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace deskd::desk

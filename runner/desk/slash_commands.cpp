@@ -156,6 +156,7 @@ void handle_command(DeskCore& core, Trigger trigger) {
   if (command.name == "/queue") {
     if (command.arguments.empty()) return reply_now("Write the message after /queue.");
     trigger.text = command.arguments;
+    trigger.kind = Trigger::Kind::message;
     trigger.queued_explicitly = true;
     return core.enqueue(std::move(trigger));
   }

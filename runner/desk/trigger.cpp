@@ -137,6 +137,10 @@ std::string make_trigger_id() {
   return "t-" + hex_encode(random);
 }
 
+Trigger::Kind kind_of_text(const std::string& text) {
+  return !text.empty() && text.front() == '/' ? Trigger::Kind::command : Trigger::Kind::message;
+}
+
 json::object to_json(const Trigger& trigger) {
   json::object object;
   object["id"] = trigger.id;
@@ -148,6 +152,7 @@ json::object to_json(const Trigger& trigger) {
   object["received"] = iso8601_utc(trigger.received);
   object["redelivered"] = trigger.redelivered;
   object["queued_explicitly"] = trigger.queued_explicitly;
+  if (trigger.kind) object["kind"] = *trigger.kind == Trigger::Kind::command ? "command" : "message";
   return object;
 }
 
@@ -174,6 +179,16 @@ Result<Trigger> trigger_from_json(const json::object& object) {
   trigger.received = *time;
   DESKD_ASSIGN_OR_RETURN(trigger.redelivered, bool_field(object, "redelivered"));
   DESKD_ASSIGN_OR_RETURN(trigger.queued_explicitly, bool_field(object, "queued_explicitly"));
+  if (object.contains("kind")) {
+    DESKD_ASSIGN_OR_RETURN(const std::string kind, string_field(object, "kind"));
+    if (kind == "command") {
+      trigger.kind = Trigger::Kind::command;
+    } else if (kind == "message") {
+      trigger.kind = Trigger::Kind::message;
+    } else {
+      return bad_field("kind", "\"command\" or \"message\"");
+    }
+  }
   return trigger;
 }
 

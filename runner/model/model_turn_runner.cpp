@@ -1,5 +1,7 @@
 #include "runner/model/model_turn_runner.h"
 
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -18,6 +20,60 @@ namespace {
 
 json::object text_message(const char* role, const std::string& text) {
   return {{"role", role}, {"content", json::array{json::object{{"type", "text"}, {"text", text}}}}};
+}
+
+std::string describe(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& error) {
+    return error.what();
+  } catch (...) {
+    return "an unknown error";
+  }
+}
+
+bool is_message(const json::value& message, std::string_view role) {
+  const json::object* object = message.if_object();
+  const json::value* found = object != nullptr ? object->if_contains("role") : nullptr;
+  return found != nullptr && found->is_string() && found->get_string() == role;
+}
+
+// Adds the user's text to the transcript: a message of its own, or joined to a last user
+// message (tool results a failed turn left), so that user and assistant still take turns.
+void add_user_text(json::array& transcript, const std::string& text) {
+  if (!transcript.empty() && is_message(transcript.back(), "user")) {
+    json::object& last = transcript.back().as_object();
+    if (last["content"].is_array()) {
+      last["content"].as_array().push_back(json::object{{"type", "text"}, {"text", text}});
+      return;
+    }
+  }
+  transcript.push_back(text_message("user", text));
+}
+
+// When the transcript ends with an assistant's tool calls, adds the user message holding
+// their results: those in `results` (tools that ran), then "did not run" for the rest.
+void answer_open_tool_calls(json::array& transcript, json::array results, const std::string& why) {
+  if (transcript.empty() || !is_message(transcript.back(), "assistant")) return;
+  const json::value* content = transcript.back().as_object().if_contains("content");
+  if (content == nullptr || !content->is_array()) return;
+  std::vector<std::string> answered;
+  for (const auto& block : results) {
+    const json::value* id = block.is_object() ? block.as_object().if_contains("tool_use_id") : nullptr;
+    if (id != nullptr && id->is_string()) answered.emplace_back(id->get_string());
+  }
+  bool any = false;
+  for (const auto& block : content->as_array()) {
+    const json::object* call = block.if_object();
+    if (call == nullptr || call->if_contains("type") == nullptr || call->at("type") != "tool_use") continue;
+    const json::value* id = call->if_contains("id");
+    if (id == nullptr || !id->is_string()) continue;
+    any = true;
+    if (std::find(answered.begin(), answered.end(), std::string_view(id->get_string())) != answered.end()) continue;
+    results.push_back(json::object{{"type", "tool_result"}, {"tool_use_id", *id},
+                                   {"content", "This tool call did not run: " + why + "."}, {"is_error", true}});
+  }
+  if (any) transcript.push_back(json::object{{"role", "user"}, {"content", std::move(results)}});
 }
 
 std::string cut(std::string text, std::size_t maximum) {
@@ -82,51 +138,65 @@ awaitable<ModelResponse> ModelTurnRunner::ask_for_turn(desk::TurnContext& contex
 }
 
 awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk::TurnContext& context) {
-  transcript_.push_back(text_message("user", message));
+  add_user_text(transcript_, message);
   std::string reply;
-  for (int round = 0;; ++round) {
-    if (round > settings_.maximum_tool_rounds) {
-      throw std::runtime_error("The turn asked for more than " + std::to_string(settings_.maximum_tool_rounds) +
-                               " tool rounds and was ended.");
-    }
-    ModelResponse response = co_await ask_for_turn(context);
-    context.progress();
-    json::array content;
-    if (!response.text.empty()) {
-      content.push_back(json::object{{"type", "text"}, {"text", response.text}});
-      context.publish(desk::event_kind::kModelText, {{"text", response.text}});
-      reply = response.text;
-    }
-    for (const ToolCall& call : response.tool_calls) {
-      content.push_back(json::object{{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", call.input}});
-    }
-    transcript_.push_back(json::object{{"role", "assistant"}, {"content", std::move(content)}});
-    co_await compact_if_needed(response, context);
-    // A paused long turn (the Messages API's pause_turn) goes on when asked again with its
-    // reply in the transcript.
-    if (response.tool_calls.empty() && response.stop_reason == "pause_turn") continue;
-    if (response.tool_calls.empty()) break;
+  // This round's results so far: a turn that ends mid-round still answers every tool call.
+  json::array results;
+  std::exception_ptr failure;
+  try {
+    for (int round = 0;; ++round) {
+      if (round > settings_.maximum_tool_rounds) {
+        throw std::runtime_error("The turn asked for more than " + std::to_string(settings_.maximum_tool_rounds) +
+                                 " tool rounds and was ended.");
+      }
+      ModelResponse response = co_await ask_for_turn(context);
+      context.progress();
+      json::array content;
+      if (!response.text.empty()) {
+        content.push_back(json::object{{"type", "text"}, {"text", response.text}});
+        context.publish(desk::event_kind::kModelText, {{"text", response.text}});
+        reply = response.text;
+      }
+      for (const ToolCall& call : response.tool_calls) {
+        content.push_back(json::object{{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", call.input}});
+      }
+      transcript_.push_back(json::object{{"role", "assistant"}, {"content", std::move(content)}});
+      co_await compact_if_needed(response, context);
+      // A paused long turn (the Messages API's pause_turn) goes on when asked again with its
+      // reply in the transcript.
+      if (response.tool_calls.empty() && response.stop_reason == "pause_turn") continue;
+      if (response.tool_calls.empty()) break;
 
-    json::array results;
-    for (const ToolCall& call : response.tool_calls) {
-      context.publish(desk::event_kind::kToolCalled, {{"tool", call.name}, {"id", call.id}, {"input", call.input}});
-      // Not a ?: around co_await: GCC 12 miscompiles co_await inside a conditional operator.
-      tools::ToolResult result = tools::ToolResult::failure("This desk has no tools.");
-      if (registry_) result = co_await registry_->call(call.name, call.input);
-      json::object finished{{"tool", call.name}, {"id", call.id}, {"is_error", result.is_error},
-                            {"text", cut(result.text, 2000)}};
-      if (result.exit_status) finished["exit_status"] = *result.exit_status;
-      context.publish(desk::event_kind::kToolFinished, std::move(finished));
-      results.push_back(json::object{{"type", "tool_result"}, {"tool_use_id", call.id},
-                                     {"content", cut(result.text, settings_.maximum_tool_result_bytes)},
-                                     {"is_error", result.is_error}});
+      results = json::array{};
+      for (const ToolCall& call : response.tool_calls) {
+        context.publish(desk::event_kind::kToolCalled, {{"tool", call.name}, {"id", call.id}, {"input", call.input}});
+        // Not a ?: around co_await: GCC 12 miscompiles co_await inside a conditional operator.
+        tools::ToolResult result = tools::ToolResult::failure("This desk has no tools.");
+        if (registry_) result = co_await registry_->call(call.name, call.input);
+        json::object finished{{"tool", call.name}, {"id", call.id}, {"is_error", result.is_error},
+                              {"text", cut(result.text, 2000)}};
+        if (result.exit_status) finished["exit_status"] = *result.exit_status;
+        context.publish(desk::event_kind::kToolFinished, std::move(finished));
+        results.push_back(json::object{{"type", "tool_result"}, {"tool_use_id", call.id},
+                                       {"content", cut(result.text, settings_.maximum_tool_result_bytes)},
+                                       {"is_error", result.is_error}});
+      }
+      // Steering rides with the tool results: the model reads it before its next move.
+      for (const desk::Trigger& steering : context.take_steering()) {
+        const std::string who = steering.sender.empty() ? "the user" : steering.sender;
+        results.push_back(json::object{{"type", "text"}, {"text", "Message from " + who + " while you worked: " + steering.text}});
+      }
+      transcript_.push_back(json::object{{"role", "user"}, {"content", std::exchange(results, json::array{})}});
     }
-    // Steering rides with the tool results: the model reads it before its next move.
-    for (const desk::Trigger& steering : context.take_steering()) {
-      const std::string who = steering.sender.empty() ? "the user" : steering.sender;
-      results.push_back(json::object{{"type", "text"}, {"text", "Message from " + who + " while you worked: " + steering.text}});
-    }
-    transcript_.push_back(json::object{{"role", "user"}, {"content", std::move(results)}});
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) {
+    // The session stays one a model accepts: every tool call it holds has its result, the
+    // real one where the tool ran. (A request with a tool call and no result is refused.)
+    answer_open_tool_calls(transcript_, std::move(results), "the turn ended before it ran (" + describe(failure) + ")");
+    if (keeper_ != nullptr) (void)keeper_->save_transcript(transcript_);
+    std::rethrow_exception(failure);
   }
   if (keeper_ != nullptr) (void)keeper_->save_transcript(transcript_);
   co_return desk::TurnOutcome{reply};
@@ -181,7 +251,24 @@ awaitable<void> ModelTurnRunner::compact_if_needed(const ModelResponse& response
   } else {
     older.push_back(std::move(request_text));
   }
-  ModelResponse summary = co_await ask(request(Purpose::summary, std::move(older)));
+  // A summary that fails leaves the session as it was (a little too long, and asked again
+  // at the next reply past the share); only a /stop or a stopping desk ends the turn here.
+  ModelResponse summary;
+  std::exception_ptr failure;
+  try {
+    summary = co_await ask(request(Purpose::summary, std::move(older)));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  // Not co_await inside &&: GCC 12 miscompiles co_await in a short-circuit expression.
+  const boost::asio::cancellation_state state = co_await boost::asio::this_coro::cancellation_state;
+  if (failure && state.cancelled() != boost::asio::cancellation_type::none) std::rethrow_exception(failure);
+  if (failure || summary.text.empty()) {
+    context.publish("SESSION_COMPACTION_FAILED",
+                    {{"error", failure ? "The summary failed: " + describe(failure) : std::string("The summary came back empty.")},
+                     {"input_tokens", static_cast<std::uint64_t>(used)}});
+    co_return;
+  }
   json::array kept;
   json::object opening = text_message("user", "Summary of the earlier part of this session:\n" + summary.text);
   std::size_t first_kept = *split;
@@ -222,6 +309,8 @@ awaitable<std::string> ModelTurnRunner::summarise() {
 void ModelTurnRunner::resume_session(const desk::Session& session) {
   summary_ = session.summary;
   transcript_ = session.transcript;
+  // A session saved by a deskd that died mid-round may end with calls no tool answered.
+  answer_open_tool_calls(transcript_, json::array{}, "deskd stopped before it ran");
 }
 
 awaitable<void> ModelTurnRunner::close() { co_return; }

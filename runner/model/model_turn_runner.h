@@ -1,7 +1,9 @@
 #pragma once
 // ModelTurnRunner: the agent loop. Ask the model; run the tool calls it makes through the
 // desk's ToolRegistry, in order; hand back the results, with any steering messages that
-// arrived meanwhile; until the model answers without tools.
+// arrived meanwhile; until the model answers without tools. Whatever ends a turn (a failed
+// request, a /stop, a failed summary), the session stays one a model accepts: every tool
+// call in it has its result.
 
 #include <memory>
 #include <string>
@@ -54,7 +56,8 @@ class ModelTurnRunner final : public desk::TurnRunner {
   /// The next request of a turn, with `context` told of progress and retries.
   boost::asio::awaitable<ModelResponse> ask_for_turn(desk::TurnContext& context);
   /// Summarises the older part of the transcript if `response` says the context is nearly
-  /// full; publishes SESSION_COMPACTED when it did.
+  /// full; publishes SESSION_COMPACTED when it did, SESSION_COMPACTION_FAILED (transcript
+  /// unchanged) when the summary failed. Throws only when the turn is cancelled.
   boost::asio::awaitable<void> compact_if_needed(const ModelResponse& response, desk::TurnContext& context);
 
   std::shared_ptr<ModelProvider> provider_;

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -329,21 +330,49 @@ ServeDaemon::~ServeDaemon() {
   if (!folder_.empty()) fs::remove_all(folder_, error);
 }
 
-bool ServeDaemon::start(const std::vector<std::string>& environment, std::string* why,
-                        std::chrono::milliseconds timeout) {
+void ServeDaemon::launch(const std::vector<std::string>& environment) {
   deskd_ = std::make_unique<DeskdProcess>(std::vector<std::string>{"serve", "--config", config_path()},
                                           std::nullopt, environment, run_as_);
+}
+
+std::vector<std::pair<std::string, std::string>> ServeDaemon::desk_states(std::chrono::milliseconds timeout) const {
+  const auto deadline = Clock::now() + timeout;
+  std::optional<ControlConnection> connection;
+  while (left_until(deadline).count() > 0) {
+    connection.emplace(socket_path());
+    if (connection->connected()) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  if (!connection || !connection->connected()) return {};
+  auto reply = connection->call({{"id", "ready"}, {"op", "desks"}}, left_until(deadline));
+  const json::value* desks = reply ? reply->if_contains("desks") : nullptr;
+  if (desks == nullptr || !desks->is_array()) return {};
+  std::vector<std::pair<std::string, std::string>> states;
+  for (const auto& desk : desks->as_array()) {
+    const json::object& object = desk.as_object();
+    const auto text = [&](const char* key) {
+      const json::value* value = object.if_contains(key);
+      return value != nullptr && value->is_string() ? std::string(value->as_string()) : std::string();
+    };
+    states.emplace_back(text("name"), text("state"));
+  }
+  return states;
+}
+
+bool ServeDaemon::start(const std::vector<std::string>& environment, std::string* why,
+                        std::chrono::milliseconds timeout) {
+  launch(environment);
   const auto deadline = Clock::now() + timeout;
   while (left_until(deadline).count() > 0) {
     if (!deskd_->running()) {
       if (why != nullptr) *why = "deskd exited with status " + std::to_string(deskd_->wait()) + ":\n" + deskd_->error_output();
       return false;
     }
-    // The socket listens before the desks start; it answers once they have.
-    ControlConnection connection(socket_path());
-    if (connection.connected()) {
-      auto reply = connection.call({{"id", "ready"}, {"op", "desks"}}, left_until(deadline));
-      if (reply && reply->contains("desks")) return true;
+    // The socket listens before the desks start; it answers once they have, and a desk
+    // says "starting" while it reads its journal.
+    const auto states = desk_states(left_until(deadline));
+    if (!states.empty() && std::none_of(states.begin(), states.end(), [](const auto& desk) { return desk.second == "starting"; })) {
+      return true;
     }
     std::this_thread::sleep_for(20ms);
   }

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "e2e/deskd_process.h"
@@ -110,12 +111,18 @@ class ServeDaemon {
   ServeDaemon& operator=(const ServeDaemon&) = delete;
 
   /// Starts `deskd serve --config` with `environment` added to the test's and waits until
-  /// the socket answers a desks request; false (with deskd's log in `why`) when it did not.
+  /// the socket answers a desks request and no desk is still "starting" (reading its
+  /// journal); false (with deskd's log in `why`) when it did not.
   bool start(const std::vector<std::string>& environment = {}, std::string* why = nullptr,
              std::chrono::milliseconds timeout = 30s);
   /// Before start(): deskd will run as `uid` (and the same gid), an unprivileged deskd; the
   /// temporary folder, config, desks and scripts are given to it.
   void run_as(uid_t uid);
+  /// Starts `deskd serve --config` and returns at once.
+  void launch(const std::vector<std::string>& environment = {});
+  /// The state of each desk ("starting", "idle", ...) once the socket answers, or an
+  /// empty list when it did not within `timeout`.
+  std::vector<std::pair<std::string, std::string>> desk_states(std::chrono::milliseconds timeout = 30s) const;
   /// SIGTERM, then deskd's exit status (-1 when it did not exit within `timeout`).
   int stop(std::chrono::milliseconds timeout = 30s);
   /// The running deskd; start() must have run.

@@ -1,4 +1,5 @@
 // Journal: events appended as JSON lines, and the triggers a restart must re-deliver.
+// (Damaged lines, full disks and compaction: journal_recovery_test, journal_compaction_test.)
 
 #include "runner/desk/journal.h"
 
@@ -14,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "runner/desk/event_bus.h"
+#include "unit/desk/journal_fixture.h"
 
 namespace deskd::desk {
 namespace {
@@ -23,54 +25,7 @@ namespace json = boost::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-class JournalTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/deskd-journal-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    root_ = pattern;
-    path_ = root_ / "desks" / "alpha" / "journal.jsonl";
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  Trigger trigger(const std::string& text) {
-    return Trigger{.id = make_trigger_id(), .desk = "alpha", .source = Trigger::Source::user, .text = text,
-                   .sender = "asha", .schedule = "",
-                   .received = clock_.now() + std::chrono::microseconds(++count_)};
-  }
-  Event accepted(const Trigger& trigger) {
-    return bus_.publish("alpha", event_kind::kTriggerAccepted, to_json(trigger));
-  }
-  Event finished(const Trigger& trigger) {
-    return bus_.publish("alpha", event_kind::kTriggerFinished, {{"trigger", trigger.id}});
-  }
-  void append_all(Journal& journal, std::initializer_list<Event> events) {
-    for (const Event& event : events) ASSERT_TRUE(journal.append(event).ok());
-  }
-  std::vector<std::string> unfinished_texts(std::size_t* skipped = nullptr) {
-    auto triggers = Journal::unfinished_triggers(path_, skipped);
-    EXPECT_TRUE(triggers.ok()) << triggers.error().what;
-    std::vector<std::string> texts;
-    for (const Trigger& each : triggers.value()) texts.push_back(each.text);
-    return texts;
-  }
-  std::vector<std::string> lines() {
-    std::ifstream file(path_);
-    std::vector<std::string> result;
-    for (std::string line; std::getline(file, line);) result.push_back(line);
-    return result;
-  }
-  void write_raw(const std::string& text) {
-    std::ofstream file(path_, std::ios::app | std::ios::binary);
-    file << text;
-  }
-
-  fs::path root_;
-  fs::path path_;
-  ManualClock clock_{std::chrono::sys_days{std::chrono::November / 30 / 2026}};
-  EventBus bus_{clock_};
-  int count_ = 0;
-};
+using testing::JournalTest;
 
 TEST_F(JournalTest, CreatesMissingFoldersAndWritesOneEventALine) {
   auto journal = Journal::open(path_);
@@ -97,7 +52,7 @@ TEST_F(JournalTest, UnfinishedTriggersRoundTripInTheOrderAccepted) {
   // Accepted lines are fsync'ed before append returns; each of these takes that path.
   append_all(journal, {accepted(first), accepted(second), bus_.publish("alpha", event_kind::kTurnStarted),
                        accepted(third)});
-  const auto triggers = Journal::unfinished_triggers(path_).value();
+  const auto triggers = unfinished();
   ASSERT_EQ(triggers.size(), 3u);
   const Trigger* expected[] = {&first, &second, &third};
   for (std::size_t index = 0; index < 3; ++index) {
@@ -123,7 +78,7 @@ TEST_F(JournalTest, ATriggerAcceptedAgainKeepsItsPlaceAndItsLatestForm) {
   append_all(journal, {accepted(first), accepted(second)});
   first.redelivered = true;
   append_all(journal, {accepted(first)});
-  const auto triggers = Journal::unfinished_triggers(path_).value();
+  const auto triggers = unfinished();
   ASSERT_EQ(triggers.size(), 2u);
   EXPECT_EQ(triggers[0].text, "first");
   EXPECT_TRUE(triggers[0].redelivered);
@@ -192,11 +147,10 @@ TEST_F(JournalTest, LinesFromManyThreadsNeverInterleave) {
 }
 
 TEST_F(JournalTest, AMissingJournalHasNothingUnfinished) {
-  std::size_t skipped = 99;
-  const auto triggers = Journal::unfinished_triggers(root_ / "nowhere.jsonl", &skipped);
-  ASSERT_TRUE(triggers.ok());
-  EXPECT_TRUE(triggers->empty());
-  EXPECT_EQ(skipped, 0u);
+  const auto scan = Journal::read(root_ / "nowhere.jsonl");
+  ASSERT_TRUE(scan.ok());
+  EXPECT_TRUE(scan->open_triggers().empty());
+  EXPECT_EQ(scan->damaged_count(), 0u);
 }
 
 TEST_F(JournalTest, RefusesWhatCannotBeAJournal) {
@@ -204,7 +158,7 @@ TEST_F(JournalTest, RefusesWhatCannotBeAJournal) {
   const auto directory = Journal::open(path_);
   ASSERT_FALSE(directory.ok());
   EXPECT_THAT(directory.error().what, HasSubstr(path_.string()));
-  EXPECT_FALSE(Journal::unfinished_triggers(path_).ok());
+  EXPECT_FALSE(Journal::read(path_).ok());
   EXPECT_FALSE(Journal::open("").ok());
 
   std::ofstream(root_ / "file") << "x";

@@ -1,6 +1,7 @@
-// The agent loop's long-session care: a paused turn (pause_turn) goes on, and a session
-// past its share of the context window has its older part summarised into one message
-// without splitting a tool call from its result.
+// The agent loop's long-session care: a paused turn (pause_turn) goes on, a session past
+// its share of the context window has its older part summarised into one message without
+// splitting a tool call from its result, and neither a failed summary nor a turn that ends
+// mid-round leaves a tool call without its result (a real API refuses such a session).
 
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
@@ -25,6 +26,7 @@ class QueueProvider final : public ModelProvider {
   asio::awaitable<ModelResponse> complete(ModelRequest request) override {
     requests.push_back(request);
     if (request.purpose == Purpose::summary) {
+      if (fail_summaries) throw std::runtime_error("HTTP 529 (overloaded_error): Overloaded, after 4 attempts");
       ModelResponse summary;
       summary.text = "SUMMARY";
       co_return summary;
@@ -37,7 +39,30 @@ class QueueProvider final : public ModelProvider {
   std::string describe() const override { return "queue"; }
   std::deque<ModelResponse> answers;
   std::vector<ModelRequest> requests;
+  bool fail_summaries = false;
 };
+
+// What the Messages API insists on: user and assistant take turns, and every tool call is
+// answered by a tool_result in the very next message.
+void expect_a_valid_session(const json::array& messages) {
+  for (std::size_t index = 0; index < messages.size(); ++index) {
+    const json::object& message = messages[index].as_object();
+    if (index > 0) {
+      EXPECT_NE(message.at("role"), messages[index - 1].at("role")) << "two messages in a row from one side at " << index;
+    }
+    if (message.at("role") != "assistant") continue;
+    for (const auto& block : message.at("content").as_array()) {
+      if (block.at("type") != "tool_use") continue;
+      bool answered = false;
+      if (index + 1 < messages.size()) {
+        for (const auto& next : messages[index + 1].at("content").as_array()) {
+          answered = answered || (next.at("type") == "tool_result" && next.at("tool_use_id") == block.at("id"));
+        }
+      }
+      EXPECT_TRUE(answered) << "the tool call " << json::serialize(block) << " has no result";
+    }
+  }
+}
 
 class NoSteering final : public desk::TurnContext {
  public:
@@ -139,6 +164,61 @@ TEST_F(LongSessionTest, ACompactionNeverSeparatesAToolCallFromItsResult) {
   bool compacted = false;
   for (const auto& [kind, data] : context_.events) compacted = compacted || kind == "SESSION_COMPACTED";
   EXPECT_TRUE(compacted);
+}
+
+TEST_F(LongSessionTest, AFailedCompactionLeavesTheSessionAsItWasAndTheNextTurnWorks) {
+  provider_->fail_summaries = true;
+  ModelTurnRunner runner(provider_, nullptr, settings_);
+  provider_->answers.push_back(answer("earlier", 100));
+  wait(runner.run_turn("turn 0", context_));
+  // The tool call comes back past the share: the summary is asked for, and fails.
+  provider_->answers.push_back(tool_call("c1", 900));
+  provider_->answers.push_back(answer("done", 100));
+  EXPECT_EQ(wait(runner.run_turn("turn 1", context_)).reply, "done");
+  provider_->answers.push_back(answer("still working", 100));
+  EXPECT_EQ(wait(runner.run_turn("turn 2", context_)).reply, "still working");
+
+  bool failure_told = false;
+  for (const auto& [kind, data] : context_.events) {
+    EXPECT_NE(kind, "SESSION_COMPACTED");
+    if (kind == "SESSION_COMPACTION_FAILED") {
+      failure_told = true;
+      EXPECT_NE(std::string(data.at("error").as_string()).find("529"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(failure_told);
+  for (const auto& request : provider_->requests) {
+    if (request.purpose == Purpose::turn) expect_a_valid_session(request.messages);
+  }
+  // Nothing was summarised away: turn 0's messages are still the first two.
+  EXPECT_EQ(runner.transcript()[0].at("content").as_array()[0].at("text"), "turn 0");
+  expect_a_valid_session(runner.transcript());
+}
+
+TEST_F(LongSessionTest, ATurnThatFailsAfterAToolCallLeavesNoCallWithoutItsResult) {
+  ModelTurnRunner runner(provider_, nullptr, settings_);
+  provider_->answers.push_back(tool_call("c1", 100));
+  // No answer after the tool round: the provider fails the turn's second request.
+  EXPECT_THROW(wait(runner.run_turn("turn 1", context_)), std::runtime_error);
+  provider_->answers.push_back(answer("recovered", 100));
+  EXPECT_EQ(wait(runner.run_turn("turn 2", context_)).reply, "recovered");
+  expect_a_valid_session(provider_->requests.back().messages);
+  // The next turn's text joins the results the failed turn left: the sides still alternate.
+  const json::array& last_user = provider_->requests.back().messages.back().at("content").as_array();
+  EXPECT_EQ(last_user.front().at("type"), "tool_result");
+  EXPECT_NE(std::string(last_user.back().at("text").as_string()).find("turn 2"), std::string::npos);
+}
+
+TEST_F(LongSessionTest, AResumedSessionEndingInAnUnansweredCallIsAnsweredFirst) {
+  ModelTurnRunner runner(provider_, nullptr, settings_);
+  json::array saved{json::object{{"role", "user"}, {"content", json::array{json::object{{"type", "text"}, {"text", "go"}}}}},
+                    json::object{{"role", "assistant"},
+                                 {"content", json::array{json::object{{"type", "tool_use"}, {"id", "c9"}, {"name", "bash"},
+                                                                      {"input", json::object{}}}}}}};
+  runner.resume_session(desk::Session{"s-1", "2026-11-30", "", saved});
+  provider_->answers.push_back(answer("fine", 100));
+  wait(runner.run_turn("again", context_));
+  expect_a_valid_session(provider_->requests.back().messages);
 }
 
 }  // namespace

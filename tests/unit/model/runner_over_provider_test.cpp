@@ -1,6 +1,7 @@
 // The agent loop over the real anthropic provider and the fake server: a turn, a /btw side
 // question (no tools, nothing written to the session), the day's rollover summary, progress
-// reported while a reply streams, and usage with cache tokens recorded and priced.
+// reported while a reply streams, usage with cache tokens recorded and priced, and a
+// compaction whose summary the server keeps refusing.
 
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
@@ -11,6 +12,7 @@
 #include "runner/desk/usage_tracker.h"
 #include "runner/model/anthropic_provider.h"
 #include "runner/model/model_turn_runner.h"
+#include "runner/tools/tool_registry.h"
 #include "unit/model/fake_http_server.h"
 #include "unit/model/provider_test_support.h"
 
@@ -47,6 +49,37 @@ FakeResponse streamed_text(const std::string& text, std::chrono::milliseconds de
                                             {"usage", {{"output_tokens", 200}}}})});
   pieces.push_back({event("message_stop", {{"type", "message_stop"}})});
   return FakeResponse::event_stream(std::move(pieces));
+}
+
+// A Messages API stream calling the tool `name` once, with `input_tokens` of context used.
+FakeResponse streamed_tool_call(const std::string& id, const std::string& name, std::uint64_t input_tokens) {
+  std::vector<BodyPiece> pieces;
+  pieces.push_back({event("message_start", {{"type", "message_start"},
+                                            {"message", {{"id", "msg_2"}, {"type", "message"}, {"role", "assistant"},
+                                                         {"model", "claude-test"}, {"content", json::array{}},
+                                                         {"usage", {{"input_tokens", input_tokens}, {"output_tokens", 1}}}}}})});
+  pieces.push_back({event("content_block_start", {{"type", "content_block_start"}, {"index", 0},
+                                                  {"content_block", {{"type", "tool_use"}, {"id", id}, {"name", name}, {"input", json::object{}}}}})});
+  pieces.push_back({event("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
+                                                  {"delta", {{"type", "input_json_delta"}, {"partial_json", "{\"command\": \"ls\"}"}}}})});
+  pieces.push_back({event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}})});
+  pieces.push_back({event("message_delta", {{"type", "message_delta"}, {"delta", {{"stop_reason", "tool_use"}}},
+                                            {"usage", {{"output_tokens", 20}}}})});
+  pieces.push_back({event("message_stop", {{"type", "message_stop"}})});
+  return FakeResponse::event_stream(std::move(pieces));
+}
+
+// A tool that lists a pretend folder.
+class ListTool final : public tools::Tool {
+ public:
+  std::string_view name() const override { return "bash"; }
+  std::string_view description() const override { return "Runs a command."; }
+  std::string_view input_schema() const override { return R"({"type":"object"})"; }
+  asio::awaitable<tools::ToolResult> call(const json::object&) override { co_return tools::ToolResult::success("plan.md"); }
+};
+
+FakeResponse overloaded() {
+  return FakeResponse::json(529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})");
 }
 
 class CountingContext final : public desk::TurnContext {
@@ -163,6 +196,48 @@ TEST_F(RunnerOverProviderTest, ARetriedFailureIsVisibleAsAnEventWithoutTheKey) {
   EXPECT_NE(reason.find("Overloaded"), std::string::npos) << reason;
   EXPECT_NE(reason.find("(attempt 2 of 4)"), std::string::npos) << reason;
   EXPECT_EQ(reason.find(testing::kApiKey), std::string::npos) << reason;
+}
+
+TEST_F(RunnerOverProviderTest, ASummaryRefusedFourTimesLeavesASessionTheServerStillAccepts) {
+  server_.enqueue(streamed_text("Hello."));
+  // Past 0.8 of the 200000-token window: the runner asks for a summary, which the server
+  // refuses at every attempt. The tool call stays answered, and the desk goes on.
+  server_.enqueue(streamed_tool_call("toolu_c1", "bash", 190000));
+  for (int attempt = 0; attempt < 4; ++attempt) server_.enqueue(overloaded());
+  server_.enqueue(streamed_text("Listed."));
+  server_.enqueue(streamed_text("The next turn works."));
+  auto registry = std::make_shared<tools::ToolRegistry>();
+  registry->add(std::make_unique<ListTool>());
+  auto provider = AnthropicProvider::create(io_.get_executor(), testing::test_settings(server_.url(""), "claude-test"));
+  ASSERT_TRUE(provider.ok()) << provider.error().what;
+  ModelTurnRunner runner(std::shared_ptr<ModelProvider>(std::move(provider).value()), registry,
+                         TurnRunnerSettings{"You run the test desk."});
+  EXPECT_EQ(wait(runner.run_turn("Good morning.", context_)).reply, "Hello.");
+  EXPECT_EQ(wait(runner.run_turn("List the folder.", context_)).reply, "Listed.");
+  EXPECT_EQ(wait(runner.run_turn("And now?", context_)).reply, "The next turn works.");
+  ASSERT_EQ(server_.requests().size(), 8u);
+  EXPECT_FALSE(request_body(2).contains("tools"));  // the summary
+  bool failure_told = false;
+  for (const auto& [kind, data] : context_.events) failure_told = failure_told || kind == "SESSION_COMPACTION_FAILED";
+  EXPECT_TRUE(failure_told);
+  // What the real API checks: the message after a tool_use holds its tool_result.
+  for (std::size_t index : {std::size_t{6}, std::size_t{7}}) {
+    const json::object body = request_body(index);
+    const json::array& messages = body.at("messages").as_array();
+    bool call_seen = false;
+    for (std::size_t message = 0; message < messages.size(); ++message) {
+      for (const auto& block : messages[message].at("content").as_array()) {
+        if (block.at("type") != "tool_use") continue;
+        call_seen = true;
+        ASSERT_LT(message + 1, messages.size()) << "request " << index << " ends with an unanswered tool call";
+        const auto& next = messages[message + 1].at("content").as_array();
+        EXPECT_TRUE(std::any_of(next.begin(), next.end(), [&](const json::value& answer) {
+          return answer.at("type") == "tool_result" && answer.at("tool_use_id") == block.at("id");
+        })) << "request " << index << ": " << json::serialize(messages);
+      }
+    }
+    EXPECT_TRUE(call_seen);
+  }
 }
 
 }  // namespace
