@@ -101,7 +101,7 @@ struct BashSession::State {
   Report read_reports(const std::string& id, int& status);
   awaitable<CommandOutcome> run_locked(const std::string& command);
   awaitable<CommandOutcome> finish_after_death();
-  std::string limits_note();
+  std::string limits_note(std::string_view output = {});
 
   // The sandbox's limit counters when this terminal started (zero: a new cgroup), and
   // where they stood when it was stopped.
@@ -110,8 +110,14 @@ struct BashSession::State {
 
 // A desk that met its process or memory limit gets a fresh terminal: whatever was left
 // running (a fork bomb, a hog) goes with the old one, and the model is told which limit.
-std::string BashSession::State::limits_note() {
-  const sandbox::LimitHits hits = process ? process->limit_hits(spec.limits.processes) : ended_hits;
+std::string BashSession::State::limits_note(std::string_view printed) {
+  sandbox::LimitHits hits = process ? process->limit_hits(spec.limits.processes) : ended_hits;
+  // Without a cgroup the count of processes is a moment's look, and a bomb's processes
+  // come and go; bash saying that fork failed for want of processes is the surer sign.
+  if (printed.find("fork: retry: Resource temporarily unavailable") != std::string_view::npos ||
+      printed.find("fork: Resource temporarily unavailable") != std::string_view::npos) {
+    hits.process_limit = std::max<std::uint64_t>(hits.process_limit, 1);
+  }
   std::vector<std::string> met;
   if (hits.process_limit > 0) {
     met.push_back("its process limit (" + std::to_string(spec.limits.processes) + " processes)");
@@ -369,7 +375,7 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
     const std::string before = state->limits_note();
     outcome = co_await state->run_locked(command);
     if (!before.empty()) outcome.output = before + "\n" + outcome.output;
-    if (const std::string after = state->limits_note(); !after.empty()) {
+    if (const std::string after = state->limits_note(outcome.output); !after.empty()) {
       if (!outcome.output.empty() && outcome.output.back() != '\n') outcome.output += '\n';
       outcome.output += after;
     }
