@@ -2,15 +2,19 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 
+#include "base/hex.h"
 #include "sandbox/cgroup_v1.h"
 #include "sandbox/host_support.h"
 
@@ -54,8 +58,15 @@ Result<std::string> prepared_parent() {
 
 std::atomic<unsigned> sandbox_counter{0};
 
+// A name no other sandbox has: a deskd killed with SIGKILL leaves its (empty) cgroups
+// behind, and a later deskd may get the same pid; the random part keeps them apart.
 std::string sandbox_name() {
-  return "sandbox-" + std::to_string(::getpid()) + "-" + std::to_string(sandbox_counter.fetch_add(1) + 1);
+  unsigned char random[4] = {};
+  if (::getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
+    for (auto& byte : random) byte = static_cast<unsigned char>(::getpid());
+  }
+  return "sandbox-" + std::to_string(::getpid()) + "-" + std::to_string(sandbox_counter.fetch_add(1) + 1) + "-" +
+         hex_encode(random);
 }
 
 // A counter from a flat keyed file ("max 3", "oom_kill 1"); 0 when absent.
@@ -75,13 +86,28 @@ struct Version1Folders {
   std::optional<std::string> cpu;
 };
 
+// The sandbox cgroups a killed deskd left behind (its pid, in their names, is gone): v1 keeps
+// empty cgroups for good. rmdir takes only empty ones, so a live sandbox is never touched.
+void remove_stale_sandboxes(const std::string& parent) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(parent, error)) {
+    const std::string name = entry.path().filename().native();
+    if (name.rfind("sandbox-", 0) != 0) continue;
+    const pid_t owner = static_cast<pid_t>(std::atol(name.c_str() + 8));
+    if (owner > 0 && ::kill(owner, 0) != 0 && errno == ESRCH) ::rmdir(entry.path().c_str());
+  }
+}
+
 std::optional<Version1Folders> version1_folders() {
   static const std::optional<Version1Folders> folders = []() -> std::optional<Version1Folders> {
     if (delegated_cgroup_directory()) return std::nullopt;  // v2 first
     auto memory = cgroup_v1::own_folder("memory");
     auto pids = cgroup_v1::own_folder("pids");
     if (!memory || !pids) return std::nullopt;
-    return Version1Folders{*memory, *pids, cgroup_v1::own_folder("cpu")};
+    auto cpu = cgroup_v1::own_folder("cpu");
+    for (const auto* parent : {&*memory, &*pids}) remove_stale_sandboxes(*parent);
+    if (cpu) remove_stale_sandboxes(*cpu);
+    return Version1Folders{*memory, *pids, cpu};
   }();
   return folders;
 }
