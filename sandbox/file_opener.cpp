@@ -142,68 +142,59 @@ int FileOpener::call(deskd_file_request& request, int directory, struct stat* st
 
 namespace {
 
-deskd_file_request make_request(deskd_file_operation operation) {
-  deskd_file_request request{};
-  request.operation = operation;
-  return request;
+// The request is large (two paths); one per thread, reused, keeps it off small stacks.
+thread_local deskd_file_request request_buffer;
+
+// The thread's request for `operation` on `path` (and `second`), or null with errno
+// ENAMETOOLONG when a path does not fit.
+deskd_file_request* request_for(deskd_file_operation operation, const char* path, const char* second = "") {
+  request_buffer = deskd_file_request{};
+  request_buffer.operation = operation;
+  if (!copy_path(request_buffer.path, path) || !copy_path(request_buffer.second_path, second)) {
+    errno = ENAMETOOLONG;
+    return nullptr;
+  }
+  return &request_buffer;
 }
 
 int directory_to_send(int directory) { return directory == AT_FDCWD ? -1 : directory; }
 
 }  // namespace
 
-// The request is large (two paths); one per thread, reused, keeps it off small stacks.
-thread_local deskd_file_request request_buffer;
-
 int FileOpener::open(int directory, const char* path, int flags, mode_t mode, std::uint64_t resolve) const {
-  request_buffer = make_request(DESKD_FILE_OPEN);
-  if (!copy_path(request_buffer.path, path)) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  request_buffer.flags = flags;
-  request_buffer.mode = mode;
-  request_buffer.resolve = resolve;
-  return call(request_buffer, directory_to_send(directory), nullptr);
+  deskd_file_request* request = request_for(DESKD_FILE_OPEN, path);
+  if (request == nullptr) return -1;
+  request->flags = flags;
+  request->mode = mode;
+  request->resolve = resolve;
+  return call(*request, directory_to_send(directory), nullptr);
 }
 
 int FileOpener::make_directory(int directory, const char* path, mode_t mode) const {
-  request_buffer = make_request(DESKD_FILE_MKDIR);
-  if (!copy_path(request_buffer.path, path)) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  request_buffer.mode = mode;
-  return call(request_buffer, directory_to_send(directory), nullptr);
+  deskd_file_request* request = request_for(DESKD_FILE_MKDIR, path);
+  if (request == nullptr) return -1;
+  request->mode = mode;
+  return call(*request, directory_to_send(directory), nullptr);
 }
 
 int FileOpener::rename(int directory, const char* from, const char* to) const {
-  request_buffer = make_request(DESKD_FILE_RENAME);
-  if (!copy_path(request_buffer.path, from) || !copy_path(request_buffer.second_path, to)) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  return call(request_buffer, directory_to_send(directory), nullptr);
+  deskd_file_request* request = request_for(DESKD_FILE_RENAME, from, to);
+  if (request == nullptr) return -1;
+  return call(*request, directory_to_send(directory), nullptr);
 }
 
 int FileOpener::unlink(int directory, const char* path, int flags) const {
-  request_buffer = make_request(DESKD_FILE_UNLINK);
-  if (!copy_path(request_buffer.path, path)) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  request_buffer.flags = flags;
-  return call(request_buffer, directory_to_send(directory), nullptr);
+  deskd_file_request* request = request_for(DESKD_FILE_UNLINK, path);
+  if (request == nullptr) return -1;
+  request->flags = flags;
+  return call(*request, directory_to_send(directory), nullptr);
 }
 
 int FileOpener::stat(int directory, const char* path, struct stat* status, int flags) const {
-  request_buffer = make_request(DESKD_FILE_STAT);
-  if (!copy_path(request_buffer.path, path)) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  request_buffer.flags = flags;
-  return call(request_buffer, directory_to_send(directory), status);
+  deskd_file_request* request = request_for(DESKD_FILE_STAT, path);
+  if (request == nullptr) return -1;
+  request->flags = flags;
+  return call(*request, directory_to_send(directory), status);
 }
 
 }  // namespace deskd::sandbox

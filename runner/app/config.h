@@ -60,7 +60,7 @@ struct RunnerConfig {
   /// The host uids (and gids) handed to desks under a root deskd: [first, first + count).
   /// 0x70000000 on: systemd's UIDS-GIDS.md leaves 1879048192...2147483647 unused. The range
   /// holds neither 0 nor 65534 and has room for every desk; see desk_ids.h.
-  std::uint32_t desk_uid_first = 1879048192;
+  std::uint32_t desk_uid_first = sandbox::kDefaultDeskUid;
   std::uint32_t desk_uid_count = 65536;
 };
 
