@@ -74,6 +74,7 @@ class Deskd:
         with open(os.path.join(folder, "deskd.toml"), "w") as config:
             config.write('[runner]\nstate_folder = "state"\nsocket = "state/deskd.sock"\n'
                          'shutdown_grace_seconds = 1\nlog_level = "warn"\n'
+                         '[sandbox]\ndisk_quota_mb = "none"\n'
                          '[[desk]]\nname = "one"\ndirectory = "desks/one"\n'
                          '[desk.model]\nscript = "one.jsonl"\n')
         self.log = open(os.path.join(folder, "deskd.log"), "w")

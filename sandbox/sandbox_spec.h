@@ -44,6 +44,10 @@ inline constexpr const char* kShownSystemFolders[] = {"/usr", "/bin", "/sbin", "
 /// A desk's sandbox settings as the config's [sandbox] table and the command line state
 /// them: one value from the config (or the options) to the SandboxSpec, so nothing is lost
 /// on the way. Unset means the default.
+/// A desk's disk quota unless its config says otherwise: room for notes, memory and scratch
+/// work, far below what would fill a host's disk.
+inline constexpr std::uint64_t kDefaultDiskQuotaBytes = std::uint64_t{1024} << 20;
+
 struct SandboxSettings {
   NetworkMode network = NetworkMode::none;
   HostView host_view = HostView::minimal;
@@ -59,8 +63,9 @@ struct SandboxSettings {
   /// Names copied from deskd's environment.
   std::vector<std::string> environment_variables{};
   std::optional<std::string> hostname;
-  /// A disk and inode quota on the writable places (sandbox/disk_quota.h); none when unset.
-  std::optional<std::uint64_t> disk_quota_bytes;
+  /// A disk and inode quota on the writable places (sandbox/disk_quota.h); none only when
+  /// the config says "none", since a desk without one can fill the file system it is on.
+  std::optional<std::uint64_t> disk_quota_bytes = kDefaultDiskQuotaBytes;
   std::optional<std::uint64_t> inode_quota;
   /// Host ids of the desk's processes under a root deskd (default kDefaultDeskUid).
   std::optional<uid_t> uid;

@@ -262,12 +262,18 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
   if (auto megabytes = reader.whole("memory_mb", 16, kMaximumMebibytes)) {
     sandbox.memory_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
   }
-  // A quota is a file system image per desk, which only a root deskd can mount.
-  if (auto megabytes = reader.whole("disk_quota_mb", 8, kMaximumMebibytes)) {
-    sandbox.disk_quota_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
-    if (const toml::node* node = reader.find("disk_quota_mb"); node != nullptr && ::geteuid() != 0) {
-      reader.problem(*node, "a disk quota needs deskd to run as root: it mounts a file system image for each desk's "
-                            "writable places");
+  // "none" is the one way to a desk without a quota; whether this deskd can give one is
+  // judged per desk, once [desk.sandbox] has been laid over [sandbox] (config_desk.cpp).
+  if (const toml::node* node = reader.find("disk_quota_mb"); node != nullptr) {
+    places.disk_quota = reader.where(*node);
+    if (const auto* text = node->as_string()) {
+      if (text->get() == "none") {
+        sandbox.disk_quota_bytes.reset();
+      } else {
+        reader.problem(*node, "'disk_quota_mb' must be a whole number of MiB or \"none\", not " + in_quotes(text->get()));
+      }
+    } else if (auto megabytes = reader.whole("disk_quota_mb", 8, kMaximumMebibytes)) {
+      sandbox.disk_quota_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
     }
   }
   if (auto inodes = reader.whole("inode_quota", 64, std::int64_t{1} << 32)) sandbox.inode_quota = *inodes;

@@ -4,6 +4,8 @@
 // paths (which only then are all known: every desk may name an API key file) and the other
 // desks', and checked against the desk's folder and writable places.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -199,11 +201,12 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const Sandbo
   }
 
   TableReader sandbox_reader(reader.table("sandbox"), "[desk.sandbox]", context);
-  SandboxPlaces places{draft.own_hidden, global.read_only};
+  SandboxPlaces places{draft.own_hidden, global.read_only, global.disk_quota};
   read_sandbox(sandbox_reader, desk.sandbox, places, context);
   sandbox_reader.report_unknown_keys();
   draft.own_hidden = places.hidden;
   draft.read_only = std::move(places.read_only);
+  draft.disk_quota_position = places.disk_quota;
   draft.hidden = std::move(places.hidden);
   draft.hidden.insert(draft.hidden.end(), global.hidden.begin(), global.hidden.end());
 
@@ -234,6 +237,24 @@ void check_model(const ModelConfig& model, const ConfigPosition& position, Probl
   }
 }
 
+// A quota is a file system image per desk, which only a root deskd can mount. Fail closed:
+// a desk that would go without its quota is refused, unless the config says "none".
+void check_disk_quota(const DeskDraft& draft, ProblemList& problems) {
+  if (!draft.desk.sandbox.disk_quota_bytes || ::geteuid() == 0) return;
+  const std::string megabytes = std::to_string(*draft.desk.sandbox.disk_quota_bytes >> 20);
+  if (draft.disk_quota_position) {
+    problems.add(*draft.disk_quota_position,
+                 "a disk quota needs deskd to run as root: it mounts a file system image for each desk's writable "
+                 "places; write disk_quota_mb = \"none\" to accept desks that can fill their file system");
+    return;
+  }
+  problems.add(draft.desk.position, "desk " + in_quotes(draft.desk.name) + " gets a disk quota of " + megabytes +
+                                        " MiB by default, which only a root deskd can give (it mounts a file system "
+                                        "image for each desk's writable places); run deskd as root, or write "
+                                        "disk_quota_mb = \"none\" in [sandbox] or [desk.sandbox] to accept desks that "
+                                        "can fill their file system");
+}
+
 }  // namespace
 
 void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position, Config& config,
@@ -262,6 +283,7 @@ void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosit
   }
   for (auto& draft : drafts) {
     check_model(draft.desk.model, draft.model_position, context.problems);
+    check_disk_quota(draft, context.problems);
     for (const auto& name : draft.desk.sandbox.environment_variables) {
       if (key_variables.contains(name)) {
         context.problems.add(draft.desk.position, "desk " + in_quotes(draft.desk.name) + " would pass " +

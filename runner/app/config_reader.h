@@ -101,6 +101,7 @@ bool expect_existing(LoadContext& context, const PlacedPath& path, PathKind kind
 struct SandboxPlaces {
   std::vector<PlacedPath> hidden;
   std::vector<PlacedPath> read_only;
+  std::optional<ConfigPosition> disk_quota;  ///< where the disk quota that applies was written
 };
 
 /// Reads [desk] tables' model and sandbox overrides with the same readers as the defaults.

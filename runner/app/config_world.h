@@ -26,6 +26,7 @@ struct DeskDraft {
   /// For each of desk.readable_desk_folders: the desk's name and where 'readable_desks' named it.
   std::vector<std::pair<std::string, ConfigPosition>> readable_folder_names;
   ConfigPosition model_position;       ///< [desk.model], else [model], for problems of the model
+  std::optional<ConfigPosition> disk_quota_position;  ///< where its disk_quota_mb was written, if it was
 };
 
 /// Reports, at each desk's 'directory': a folder that is or lies in a system folder, one the

@@ -102,8 +102,8 @@ struct DeskSetup {
 class ServeDaemon {
  public:
   /// Writes the config: a [runner] with the state folder and socket in the temporary
-  /// folder, shutdown_grace_seconds = 1, plus `runner_settings` lines; then `tables` (TOML
-  /// tables such as [model]); then the desks.
+  /// folder, shutdown_grace_seconds = 1, plus `runner_settings` lines; [sandbox] with
+  /// disk_quota_mb = "none"; then `tables` (TOML tables such as [model]); then the desks.
   explicit ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings = "",
                        std::string tables = "");
   ~ServeDaemon();

@@ -182,6 +182,7 @@ TEST_F(ConfigTest, WhatTheFileLeavesOutKeepsItsDefault) {
   EXPECT_EQ(config.sandbox.network, sandbox::NetworkMode::none);
   EXPECT_FALSE(config.sandbox.memory_bytes);
   EXPECT_FALSE(config.sandbox.processes);
+  EXPECT_EQ(config.sandbox.disk_quota_bytes, sandbox::kDefaultDiskQuotaBytes);
 
   ASSERT_EQ(config.desks.size(), 1u);
   const DeskConfig& desk = config.desks[0];
@@ -195,6 +196,17 @@ TEST_F(ConfigTest, WhatTheFileLeavesOutKeepsItsDefault) {
   EXPECT_THAT(desk.schedules, IsEmpty());
   // The default state folder and socket are hidden like written ones.
   EXPECT_EQ(desk.hidden_paths, (std::vector<fs::path>{"/var/lib/deskd", "/run/deskd/deskd.sock"}));
+}
+
+TEST_F(ConfigTest, DiskQuotaNoneIsTheOneWayToADeskWithoutAQuota) {
+  const Config none = valid(std::string("[sandbox]\ndisk_quota_mb = \"none\"\n") + kAlpha +
+                            "[desk.sandbox]\ninode_quota = 100\n");
+  EXPECT_FALSE(none.desks[0].sandbox.disk_quota_bytes) << "[desk.sandbox] starts as a copy of [sandbox]";
+  const Config own = valid(std::string("[sandbox]\ndisk_quota_mb = \"none\"\n") + kAlpha +
+                           "[desk.sandbox]\ndisk_quota_mb = 64\n");
+  EXPECT_EQ(own.desks[0].sandbox.disk_quota_bytes, std::uint64_t{64} << 20);
+  EXPECT_THAT(problems(parse(std::string("[sandbox]\ndisk_quota_mb = \"lots\"\n") + kAlpha)),
+              ElementsAre("2:17: 'disk_quota_mb' must be a whole number of MiB or \"none\", not 'lots'"));
 }
 
 TEST_F(ConfigTest, RelativePathsStartAtTheConfigFolderNotTheCurrentOne) {
