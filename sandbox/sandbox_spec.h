@@ -70,6 +70,8 @@ struct SandboxSettings {
   /// Host ids of the desk's processes under a root deskd (default kDefaultDeskUid).
   std::optional<uid_t> uid;
   std::optional<gid_t> gid;
+
+  bool operator==(const SandboxSettings&) const = default;
 };
 
 /// The complete, validated description of a sandbox.

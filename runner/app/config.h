@@ -35,6 +35,8 @@ struct ConfigPosition {
   std::filesystem::path file;
   std::uint32_t line = 0;
   std::uint32_t column = 0;
+
+  bool operator==(const ConfigPosition&) const = default;
 };
 
 /// One thing wrong with a config: "deskd.toml:12:3: unknown key 'nmae' in [[desk]]".
@@ -62,11 +64,15 @@ struct RunnerConfig {
   /// holds neither 0 nor 65534 and has room for every desk; see desk_ids.h.
   std::uint32_t desk_uid_first = sandbox::kDefaultDeskUid;
   std::uint32_t desk_uid_count = 65536;
+
+  bool operator==(const RunnerConfig&) const = default;
 };
 
 /// Price of a million tokens, in US dollars, per model name.
 struct ModelPrice {
   double input = 0, output = 0, cache_read = 0, cache_write = 0;
+
+  bool operator==(const ModelPrice&) const = default;
 };
 
 /// [model] and a desk's [desk.model] overrides (a desk's table starts as a copy of [model]).
@@ -86,9 +92,10 @@ struct ModelConfig {
   std::uint32_t context_window = 200000;          ///< tokens
   double compaction_share = 0.8;                  ///< summarise older turns past this share
   std::map<std::string, ModelPrice> prices;       ///< [model.prices."name"]
+
+  bool operator==(const ModelConfig&) const = default;
 };
 
-/// [sandbox] and a desk's [desk.sandbox] overrides (a desk's table starts as a copy).
 /// [sandbox] and a desk's [desk.sandbox] overrides (a desk's table starts as a copy): the
 /// very value the sandbox is built from, so no setting is lost between the file and the
 /// sandbox. Its hostname and ids are the desk's (DeskConfig::hostname, desk_ids_for). A
@@ -118,6 +125,8 @@ struct DeskConfig {
   std::optional<std::filesystem::path> skills_folder;
   std::optional<std::filesystem::path> market_holidays;
   std::vector<desk::Schedule> schedules;
+
+  bool operator==(const DeskConfig&) const = default;
 };
 
 struct Config {

@@ -3,6 +3,7 @@
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
 
+#include "runner/app/daemon_slot.h"
 #include "runner/app/desk_assembly.h"
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/india_time.h"
@@ -16,20 +17,6 @@ namespace deskd::app {
 namespace asio = boost::asio;
 namespace json = boost::json;
 
-struct Daemon::Slot {
-  DeskConfig config;
-  std::string error;  // why the desk is stopped, when it could not start
-  std::unique_ptr<AssembledDesk> desk;
-  std::optional<desk::Journal> failure_journal;  // a desk that could not start still records why
-  asio::cancellation_signal stop_desk;
-  asio::cancellation_signal stop_scheduler;
-  bool desk_running = false;
-  bool scheduler_running = false;
-  // Messages sent through the socket that the desk has not yet taken, by trigger id, and
-  // their total; under the Daemon's waiting_mutex_.
-  std::map<std::string, std::size_t> waiting;
-  std::size_t waiting_bytes = 0;
-};
 
 namespace {
 
@@ -73,6 +60,7 @@ void Daemon::journal_daemon_event(const desk::Event& event) {
   bool daemon_kind = false;
   for (std::string_view kind : kDaemonKinds) daemon_kind = daemon_kind || kind == event.kind;
   if (!daemon_kind) return;
+  const std::lock_guard lock(waiting_mutex_);  // a reload may change slots_
   auto found = slots_.find(event.desk);
   if (found == slots_.end()) return;
   Slot& slot = *found->second;
@@ -91,10 +79,10 @@ void Daemon::track_waiting(const desk::Event& event) {
   bool taken = false;
   for (std::string_view kind : kTakenKinds) taken = taken || kind == event.kind;
   if (!taken && !stopped) return;
+  const std::lock_guard lock(waiting_mutex_);
   auto found = slots_.find(event.desk);
   if (found == slots_.end()) return;
   Slot& slot = *found->second;
-  const std::lock_guard lock(waiting_mutex_);
   if (stopped) {
     slot.waiting.clear();
     slot.waiting_bytes = 0;
@@ -117,60 +105,77 @@ std::size_t Daemon::start() {
   bus_.continue_numbering_after(past.highest_event_number);
   for (const desk::Event& event : past.events) history_.add(event);
   std::size_t started = 0;
-  for (auto& [name, slot_pointer] : slots_) {
-    Slot& slot = *slot_pointer;
-    auto assembled = assemble_desk(executor_, config_, slot.config, bus_, clock_);
-    if (!assembled.ok()) {
-      slot.error = assembled.error().what;
-      log_.error("desk " + name + " is kept stopped: " + slot.error);
-      std::error_code ignored;
-      std::filesystem::create_directories(desk_state_folder(config_, name), ignored);
-      if (auto journal = desk::Journal::open(desk_state_folder(config_, name) / "journal.jsonl"); journal.ok()) {
-        slot.failure_journal.emplace(std::move(journal).value());
-      }
-      bus_.publish(name, daemon_event::kDeskFailed, {{"error", slot.error}});
-      continue;
-    }
-    slot.desk = std::move(assembled).value();
-    slot.desk_running = true;
-    asio::co_spawn(executor_, slot.desk->runtime->run(),
-                   asio::bind_cancellation_slot(slot.stop_desk.slot(), [this, &slot](std::exception_ptr escaped) {
-                     slot.desk_running = false;
-                     if (!escaped) return;
-                     try {
-                       std::rethrow_exception(escaped);
-                     } catch (const std::exception& error) {
-                       log_.error("desk " + slot.config.name + " ended: " + error.what());
-                     }
-                   }));
-    slot.scheduler_running = true;
-    asio::co_spawn(executor_, slot.desk->scheduler->run(),
-                   asio::bind_cancellation_slot(slot.stop_scheduler.slot(), [this, &slot](std::exception_ptr escaped) {
-                     slot.scheduler_running = false;
-                     if (!escaped) return;
-                     try {
-                       std::rethrow_exception(escaped);
-                     } catch (const std::exception& error) {
-                       log_.error("the schedules of desk " + slot.config.name + " ended: " + error.what());
-                     }
-                   }));
-    log_.info("desk " + name + " started (" + slot.desk->model_description + ", " + slot.config.mode + ", " +
-              std::to_string(slot.config.schedules.size()) + " schedules)");
-    ++started;
-  }
+  for (auto& [name, slot] : slots_) started += start_slot(*slot) ? 1 : 0;
   return started;
+}
+
+bool Daemon::start_slot(Slot& slot) {
+  const std::string& name = slot.config.name;
+  slot.error.clear();
+  auto assembled = assemble_desk(executor_, config_, slot.config, bus_, clock_);
+  if (!assembled.ok()) {
+    slot.error = assembled.error().what;
+    log_.error("desk " + name + " is kept stopped: " + slot.error);
+    std::error_code ignored;
+    std::filesystem::create_directories(desk_state_folder(config_, name), ignored);
+    if (auto journal = desk::Journal::open(desk_state_folder(config_, name) / "journal.jsonl"); journal.ok()) {
+      slot.failure_journal.emplace(std::move(journal).value());
+    }
+    bus_.publish(name, daemon_event::kDeskFailed, {{"error", slot.error}});
+    return false;
+  }
+  slot.failure_journal.reset();
+  slot.desk = std::move(assembled).value();
+  slot.desk_running = true;
+  asio::co_spawn(executor_, slot.desk->runtime->run(),
+                 asio::bind_cancellation_slot(slot.stop_desk.slot(), [this, &slot](std::exception_ptr escaped) {
+                   slot.desk_running = false;
+                   if (!escaped) return;
+                   try {
+                     std::rethrow_exception(escaped);
+                   } catch (const std::exception& error) {
+                     log_.error("desk " + slot.config.name + " ended: " + error.what());
+                   }
+                 }));
+  slot.scheduler_running = true;
+  asio::co_spawn(executor_, slot.desk->scheduler->run(),
+                 asio::bind_cancellation_slot(slot.stop_scheduler.slot(), [this, &slot](std::exception_ptr escaped) {
+                   slot.scheduler_running = false;
+                   if (!escaped) return;
+                   try {
+                     std::rethrow_exception(escaped);
+                   } catch (const std::exception& error) {
+                     log_.error("the schedules of desk " + slot.config.name + " ended: " + error.what());
+                   }
+                 }));
+  log_.info("desk " + name + " started (" + slot.desk->model_description + ", " + slot.config.mode + ", " +
+            std::to_string(slot.config.schedules.size()) + " schedules)");
+  return true;
 }
 
 asio::awaitable<void> Daemon::stop(std::chrono::milliseconds grace) {
   stopping_ = true;
-  for (auto& [name, slot] : slots_) {
+  asio::steady_timer timer(executor_);
+  // A reload under way finishes first (it starts nothing once deskd is stopping), so that
+  // the desks below are every desk there is.
+  while (reloading_) {
+    timer.expires_after(std::chrono::milliseconds(10));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  std::vector<Slot*> every_slot;
+  for (auto& [name, slot] : slots_) every_slot.push_back(slot.get());
+  co_await stop_slots(every_slot, grace);
+}
+
+asio::awaitable<void> Daemon::stop_slots(std::vector<Slot*> slots, std::chrono::milliseconds grace) {
+  for (Slot* slot : slots) {
     slot->stop_scheduler.emit(asio::cancellation_type::terminal);
     if (slot->desk) slot->desk->runtime->drain();  // the grace is for running turns, not queued ones
   }
   asio::steady_timer timer(executor_);
   const auto give_up = std::chrono::steady_clock::now() + grace;
   const auto any_turn_running = [&] {
-    for (auto& [name, slot] : slots_) {
+    for (Slot* slot : slots) {
       if (slot->desk && slot->desk->runtime->state() == desk::DeskState::running) return true;
     }
     return false;
@@ -180,10 +185,10 @@ asio::awaitable<void> Daemon::stop(std::chrono::milliseconds grace) {
     timer.expires_after(std::chrono::milliseconds(20));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   }
-  for (auto& [name, slot] : slots_) slot->stop_desk.emit(asio::cancellation_type::terminal);
+  for (Slot* slot : slots) slot->stop_desk.emit(asio::cancellation_type::terminal);
   // Each desk ends its turn, closes its bash and sandbox, and reports DESK_STOPPED.
   const auto any_running = [&] {
-    for (auto& [name, slot] : slots_) {
+    for (Slot* slot : slots) {
       if (slot->desk_running || slot->scheduler_running) return true;
     }
     return false;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/clock.h"
 #include "runner/app/config.h"
@@ -27,6 +28,8 @@ struct AssembledDesk;
 struct DaemonLog {
   std::function<void(const std::string&)> info;
   std::function<void(const std::string&)> error;
+  /// Tells the service manager a state ("RELOADING=1", "READY=1"); may be empty.
+  std::function<void(const char*)> notify;
 };
 
 /// Daemon-level event kinds (the desks' own are in runner/desk/event.h).
@@ -55,6 +58,13 @@ class Daemon final : public control::ControlService {
   /// and waits until each has closed its tools.
   boost::asio::awaitable<void> stop(std::chrono::milliseconds grace);
 
+  /// Reads the config file again and makes the desks match it: desks added, removed or
+  /// changed are started, stopped (after the grace for a running turn) or restarted, and the
+  /// others keep running, their turns untouched. A config with a problem, or whose [runner]
+  /// changed, is refused and nothing changes. `done` gets what was done, by desk name:
+  /// {"started", "stopped", "restarted", "kept", "failed": {name: why}}, or the refusal.
+  void reload(const std::string& who, std::function<void(Result<boost::json::object>)> done) override;
+
   desk::EventBus& bus() { return bus_; }
 
   bool has_desk(const std::string& name) const override;
@@ -71,6 +81,16 @@ class Daemon final : public control::ControlService {
  private:
   struct Slot;
   boost::json::object desk_summary(const Slot& slot) const;
+  /// Assembles and runs the slot's desk; false (the desk kept stopped, and why) when it cannot.
+  bool start_slot(Slot& slot);
+  /// Stops these desks as stop() stops every desk, and waits until each has closed.
+  boost::asio::awaitable<void> stop_slots(std::vector<Slot*> slots, std::chrono::milliseconds grace);
+  struct ReloadPlan;
+  boost::asio::awaitable<Result<boost::json::object>> reload_config(std::string who);
+  Result<std::shared_ptr<ReloadPlan>> plan_reload() const;
+  boost::json::object apply_reload(ReloadPlan& plan);
+  boost::asio::awaitable<void> reload_and_answer(std::string who,
+                                                 std::function<void(Result<boost::json::object>)> done);
   void journal_daemon_event(const desk::Event& event);
   /// Forgets a waiting message once the desk has taken it (its turn started, it was
   /// delivered as steering, answered or finished), and all of a desk's when it stops.
@@ -85,6 +105,7 @@ class Daemon final : public control::ControlService {
   std::map<std::string, std::unique_ptr<Slot>> slots_;
   mutable std::mutex waiting_mutex_;  // guards each Slot's waiting messages: sinks run on the publishing thread
   bool stopping_ = false;
+  bool reloading_ = false;
 };
 
 }  // namespace deskd::app

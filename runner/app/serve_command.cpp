@@ -30,7 +30,11 @@ const char* const kServeUsage =
     "Runs every desk of FILE on one event loop and serves deskctl on the control socket\n"
     "named by [runner] socket. Logs go to stderr (journald keeps them under systemd).\n"
     "Tells systemd READY=1 once the desks are started and STOPPING=1 when it stops\n"
-    "(Type=notify). SIGTERM or SIGINT stop it cleanly: no new requests (clients are answered\n"
+    "(Type=notify), and WATCHDOG=1 at half of WatchdogSec= while its event loop runs.\n"
+    "SIGHUP (or deskctl reload) reads FILE again: desks added, removed or changed are\n"
+    "started, stopped or restarted, the others keep running; a config with a problem, or\n"
+    "whose [runner] changed, is refused and logged, and the running one kept (RELOADING=1,\n"
+    "then READY=1). SIGTERM or SIGINT stop it cleanly: no new requests (clients are answered\n"
     "\"stopping\"), running turns get [runner] shutdown_grace_seconds, then every desk is\n"
     "stopped and its journal flushed; the exit status is 0. A second signal exits at once.\n"
     "\n"
@@ -105,6 +109,18 @@ void notify_systemd(const char* state) {
   if (std::getenv("NOTIFY_SOCKET") != nullptr) (void)sd_notify(0, state);
 }
 
+// WATCHDOG=1 from a timer on the event loop, so a loop that hangs stops the pings and
+// systemd restarts deskd. Twice per WatchdogSec=, as sd_watchdog_enabled(3) advises.
+asio::awaitable<void> ping_watchdog(std::chrono::microseconds period) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    notify_systemd("WATCHDOG=1");
+    timer.expires_after(period / 2);
+    auto [error] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (error) co_return;
+  }
+}
+
 }  // namespace
 
 int run_serve_command(std::span<const std::string_view> arguments) {
@@ -166,7 +182,7 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   const std::filesystem::path socket_path = config.runner.socket_path;
   Daemon daemon(io.get_executor(), std::move(config), clock,
                 DaemonLog{[log](const std::string& text) { log->info(text); },
-                          [log](const std::string& text) { log->error(text); }});
+                          [log](const std::string& text) { log->error(text); }, notify_systemd});
 
   control::ControlServerSettings server_settings{socket_path, socket_group,
                                                  control::PeerPolicy(::geteuid(), allowed_uids, allowed_groups),
@@ -184,6 +200,10 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   asio::co_spawn(io, (*server)->run(), asio::detached);
   log->info("deskd serving {} of {} desks on {}", started, daemon.desks().size(), socket_path.native());
   notify_systemd("READY=1");
+  if (std::uint64_t watchdog = 0; sd_watchdog_enabled(0, &watchdog) > 0) {
+    asio::co_spawn(io, ping_watchdog(std::chrono::microseconds(watchdog)), asio::detached);
+    log->info("pinging the systemd watchdog every {} ms", watchdog / 2000);
+  }
 
   bool stopped_cleanly = false;
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
@@ -204,7 +224,7 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   on_signal = [&](const boost::system::error_code& error, int number) {
     if (error) return;
     if (number == SIGHUP) {
-      log->warn("SIGHUP: deskd does not reload its config; restart it to read the config again");
+      daemon.reload("SIGHUP", [](const Result<json::object>&) {});  // the daemon logs the outcome
     } else if (!shutting_down) {
       shutting_down = true;
       log->info("{} received: stopping (grace {} ms)", number == SIGTERM ? "SIGTERM" : "SIGINT", grace.count());

@@ -209,6 +209,17 @@ void Connection::handle(std::string_view line) {
     answer(service.proposals(desk_name), "proposals");
   } else if (request.op == op::kAccept || request.op == op::kReject) {
     answer(service.decide(*request.proposal, request.op == op::kAccept, sender_), "proposal");
+  } else if (request.op == op::kReload) {
+    // Answered once the reload is done, however long its desks' turns take to end.
+    service.reload(sender_, [weak = weak_from_this(), id = request.id](Result<boost::json::object> reloaded) {
+      auto self = weak.lock();
+      if (!self || self->closed_) return;
+      if (reloaded.ok()) {
+        self->send(reply_ok(id, {{"reload", std::move(reloaded).value()}}));
+      } else {
+        self->send(reply_error(id, code_for(reloaded.error()), reloaded.error().what));
+      }
+    });
   } else if (request.op == op::kFollow) {
     follow(request);
   } else if (request.op == op::kUnfollow) {

@@ -10,9 +10,10 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::array<std::string_view, 9> kOperations = {op::kDesks,     op::kStatus,    op::kSend,
-                                                         op::kFollow,    op::kUnfollow,  op::kCommands,
-                                                         op::kProposals, op::kAccept,    op::kReject};
+constexpr std::array<std::string_view, 10> kOperations = {op::kDesks,     op::kStatus,   op::kSend,
+                                                          op::kFollow,    op::kUnfollow, op::kCommands,
+                                                          op::kProposals, op::kAccept,   op::kReject,
+                                                          op::kReload};
 
 // Reads an optional string member; a present member of another type is a problem.
 bool take_string(const json::object& object, std::string_view key, std::optional<std::string>& out,

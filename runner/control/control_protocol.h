@@ -37,6 +37,7 @@ inline constexpr std::string_view kCommands = "commands";
 inline constexpr std::string_view kProposals = "proposals";
 inline constexpr std::string_view kAccept = "accept";
 inline constexpr std::string_view kReject = "reject";
+inline constexpr std::string_view kReload = "reload";
 }  // namespace op
 
 /// Error codes in replies.

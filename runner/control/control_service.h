@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +37,9 @@ class ControlService {
   /// Accepts or rejects a proposal on behalf of `who`; refused (with a sentence) when the
   /// file changed since, the path is hidden, or the proposal is not open.
   virtual Result<boost::json::object> decide(const std::string& proposal, bool accept, const std::string& who) = 0;
+  /// Reads the config again and applies it on behalf of `who`; `done` gets the outcome
+  /// later, on the event loop (a reload waits for the turns of the desks it stops).
+  virtual void reload(const std::string& who, std::function<void(Result<boost::json::object>)> done) = 0;
   /// A new subscription to every desk's events.
   virtual std::shared_ptr<desk::EventSubscription> subscribe() = 0;
   /// Kept events of `desk` (all desks when empty) after event number `after`, about

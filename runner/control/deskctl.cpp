@@ -32,6 +32,10 @@ const char* const kDeskctlUsage =
     "  proposals [DESK]           changes desks proposed to files they may not write\n"
     "  accept PROPOSAL_ID         write a proposed change to its file\n"
     "  reject PROPOSAL_ID         turn a proposed change down\n"
+    "  reload                     make deskd read its config again; prints which desks were\n"
+    "                             started, stopped, restarted or kept, or every problem of a\n"
+    "                             config it refused (the running one is kept); exit status\n"
+    "                             1 when refused or a desk could not start\n"
     "\n"
     "Options:\n"
     "  --socket PATH   deskd's control socket (default: $DESKD_SOCKET, else\n"
@@ -129,6 +133,24 @@ void print_proposals(const json::array& proposals) {
   }
 }
 
+// Returns whether every desk it meant to start started.
+bool print_reload(const json::object& reload) {
+  for (const char* what : {"started", "stopped", "restarted", "kept"}) {
+    const json::value* list = reload.if_contains(what);
+    if (list == nullptr || !list->is_array() || list->as_array().empty()) continue;
+    std::string names;
+    for (const auto& name : list->as_array()) names += (names.empty() ? "" : ", ") + std::string(name.as_string());
+    std::printf("%-10s %s\n", what, names.c_str());
+  }
+  if (const json::value* failed = reload.if_contains("failed"); failed != nullptr && failed->is_object()) {
+    for (const auto& [name, why] : failed->as_object()) {
+      std::printf("failed     %s: %s\n", std::string(name).c_str(), why.is_string() ? why.as_string().c_str() : "");
+    }
+    return failed->as_object().empty();
+  }
+  return true;
+}
+
 // A simple request: one reply, printed.
 int simple(ControlClient& client, const Options& options, json::object request) {
   auto reply = client.call(std::move(request));
@@ -151,6 +173,8 @@ int simple(ControlClient& client, const Options& options, json::object request) 
     }
   } else if (options.command == "proposals") {
     print_proposals(answer.at("proposals").as_array());
+  } else if (options.command == "reload") {
+    if (!print_reload(answer.at("reload").as_object())) return kRefused;
   } else {
     const json::object& proposal = answer.at("proposal").as_object();
     std::printf("Proposal %s %s: %s\n", text_of(proposal, "id").c_str(), text_of(proposal, "status").c_str(),
@@ -330,9 +354,11 @@ int run_deskctl(std::span<const std::string_view> arguments) {
     if (!args.empty()) request["desk"] = args[0];
   } else if ((command == "accept" || command == "reject") && args.size() == 1) {
     request = {{"op", command}, {"proposal", args[0]}};
+  } else if (command == "reload" && args.empty()) {
+    request = {{"op", "reload"}};
   } else if (command != "ask" && command != "events") {
     const bool known = command == "desks" || command == "status" || command == "send" || command == "commands" ||
-                       command == "proposals" || command == "accept" || command == "reject";
+                       command == "proposals" || command == "accept" || command == "reject" || command == "reload";
     return usage_error(known ? "wrong arguments for '" + command + "'." : "unknown command '" + command + "'.");
   }
   if (command == "ask" && args.size() < 2) return usage_error("ask needs a desk and a message.");

@@ -40,6 +40,8 @@ struct Schedule {
   std::array<bool, 7> days{true, true, true, true, true, true, true};
   bool market_days_only = false;
   std::string text;  ///< the trigger's message
+
+  bool operator==(const Schedule&) const = default;
 };
 
 /// The first moment strictly after `after` at which `schedule` fires. `market` may be null

@@ -6,6 +6,8 @@
 #   booted_debian_start "pkgtest-$$"   # builds the cached root first when needed
 #   booted_debian_run "pkgtest-$$" systemctl is-system-running
 #   booted_debian_stop "pkgtest-$$"    # also done by the EXIT trap this file installs
+# Call booted_debian_start in the test shell itself, not in $(...) or a pipeline: the
+# EXIT trap only knows containers started by its own shell.
 #
 # Layout, all under $BOOTED_DEBIAN_DIR (/var/tmp/deskd-packaging):
 #   bookworm-<hash>/   pristine root, never booted; <hash> covers the package list and recipe
@@ -30,55 +32,42 @@
 BOOTED_DEBIAN_DIR=${BOOTED_DEBIAN_DIR:-/var/tmp/deskd-packaging}
 BOOTED_DEBIAN_SUITE=bookworm
 # Packages added to the minbase root. Changing the list (or _BD_RECIPE) makes a new root.
-if [ -z "${BOOTED_DEBIAN_PACKAGES+set}" ]; then
-  BOOTED_DEBIAN_PACKAGES=(systemd systemd-sysv dbus apt ca-certificates)
-fi
+[ -n "${BOOTED_DEBIAN_PACKAGES+set}" ] || BOOTED_DEBIAN_PACKAGES=(systemd systemd-sysv dbus apt ca-certificates)
 BOOTED_DEBIAN_BOOT_TIMEOUT=${BOOTED_DEBIAN_BOOT_TIMEOUT:-120}  # seconds until running
 BOOTED_DEBIAN_STOP_TIMEOUT=${BOOTED_DEBIAN_STOP_TIMEOUT:-60}   # seconds until powered off
 BOOTED_DEBIAN_APT_UPDATE=${BOOTED_DEBIAN_APT_UPDATE:-1}  # apt-get update after boot
 BOOTED_DEBIAN_KEEP=${BOOTED_DEBIAN_KEEP:-0}              # 1: keep run/<NAME> after stop
 # Extra systemd-nspawn options for the boot, e.g. (--private-network); an array.
-if [ -z "${BOOTED_DEBIAN_NSPAWN_ARGS+set}" ]; then BOOTED_DEBIAN_NSPAWN_ARGS=(); fi
+[ -n "${BOOTED_DEBIAN_NSPAWN_ARGS+set}" ] || BOOTED_DEBIAN_NSPAWN_ARGS=()
 _BD_RECIPE=1            # bump when the way the pristine root is made changes
 _BD_NAMES=()            # containers started by this shell, stopped by the EXIT trap
 
 _bd_log() { echo "booted_debian: $*" >&2; }
 _bd_fail() { echo "booted_debian: FAIL: $*" >&2; return 1; }
 
-# The first http(s) URI the host's apt uses for SUITE (one-line and deb822 formats).
+# The first http(s) URI the host's apt uses for SUITE. apt itself parses its sources
+# (sources.list and deb822 .sources alike); no downloaded index is needed.
 _bd_host_mirror() {
-  local suite=$1 file uri=
-  for file in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [ -r "$file" ] || continue
-    uri=$(awk -v s="$suite" '$1 == "deb" {
-        i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
-        if ($(i+1) == s && $i ~ /^https?:\/\//) { print $i; exit } }' "$file")
-    [ -n "$uri" ] && { echo "${uri%/}"; return; }
+  apt-get indextargets --no-release-info --format '$(TARGET_OF) $(RELEASE) $(SITE)' 2>/dev/null |
+    awk -v s="$1" '$1 == "deb" && $2 == s && $3 ~ /^https?:\/\// { sub(/\/$/, "", $3); print $3; found = 1; exit }
+                   END { exit !found }'
+}
+
+# Deletes DIR, first lazily unmounting anything still mounted below it (debootstrap
+# mounts /proc in its target; a killed build may leave that behind).
+_bd_remove() {
+  local dir=$1 mnt
+  [ -e "$dir" ] || return 0
+  for mnt in $(awk -v d="$dir/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
+    umount -l "$mnt" || true
   done
-  for file in /etc/apt/sources.list.d/*.sources; do
-    [ -r "$file" ] || continue
-    # deb822: stanzas separated by blank lines; fields "URIs:", "Suites:", "Types:".
-    uri=$(awk -v s="$suite" '
-      # (awk runs END after exit, hence the "done" guard)
-      function check() { if (!done && types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " s " ") \
-                             && enabled != "no" && uris ~ /^https?:\/\//) {
-                           split(uris, u, " "); print u[1]; done = 1; exit } }
-      /^[ \t]*#/ { next }
-      /^[ \t]*$/ { check(); types = suites = uris = enabled = ""; next }
-      tolower($1) == "types:"   { $1 = ""; types = substr($0, 2) }
-      tolower($1) == "suites:"  { $1 = ""; suites = substr($0, 2) }
-      tolower($1) == "uris:"    { $1 = ""; uris = substr($0, 2) }
-      tolower($1) == "enabled:" { enabled = tolower($2) }
-      END { check() }' "$file")
-    [ -n "$uri" ] && { echo "${uri%/}"; return; }
-  done
-  return 1
+  rm -rf --one-file-system "$dir"
 }
 
 _bd_require() {
   [ "$(id -u)" -eq 0 ] || { _bd_fail "must run as root"; return; }
   local tool
-  for tool in debootstrap systemd-nspawn nsenter setpriv flock; do
+  for tool in debootstrap systemd-nspawn nsenter setpriv flock unshare; do
     command -v "$tool" >/dev/null || { _bd_fail "$tool is missing: run scripts/setup"; return; }
   done
 }
@@ -97,7 +86,8 @@ booted_debian_root() {
   exec {lock}>"$BOOTED_DEBIAN_DIR/.build.lock" || return
   flock "$lock"
   if [ -e "$root/.booted-debian-ok" ]; then exec {lock}>&-; echo "$root"; return; fi
-  rm -rf --one-file-system "$root" "$BOOTED_DEBIAN_DIR"/.build-* # leftovers of interrupted builds
+  local old  # leftovers of interrupted builds
+  for old in "$root" "$BOOTED_DEBIAN_DIR"/.build-*; do _bd_remove "$old"; done
 
   mirror=${BOOTED_DEBIAN_MIRROR:-$(_bd_host_mirror "$BOOTED_DEBIAN_SUITE" || echo http://deb.debian.org/debian)}
   security=${BOOTED_DEBIAN_SECURITY_MIRROR:-$(_bd_host_mirror "$BOOTED_DEBIAN_SUITE-security" ||
@@ -107,7 +97,8 @@ booted_debian_root() {
   _bd_log "building $root from $mirror (log: $log)"
   status=0
   {
-    debootstrap --variant=minbase --include="$(IFS=,; echo "${BOOTED_DEBIAN_PACKAGES[*]}")" \
+    # In a private mount namespace, so its mounts in the target die with it.
+    unshare --mount --propagation private debootstrap --variant=minbase --include="$(IFS=,; echo "${BOOTED_DEBIAN_PACKAGES[*]}")" \
       "$BOOTED_DEBIAN_SUITE" "$tmp" "$mirror" &&
     # apt inside: the same mirrors as the host, with updates and security like a real install.
     printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' \
@@ -121,7 +112,7 @@ booted_debian_root() {
   rm -rf --one-file-system "/run/systemd/nspawn/propagate/bd-build-$$"  # see booted_debian_stop
   if [ "$status" -ne 0 ]; then
     tail -n 30 "$log" >&2
-    rm -rf --one-file-system "$tmp"; exec {lock}>&-
+    _bd_remove "$tmp"; exec {lock}>&-
     _bd_fail "building the $BOOTED_DEBIAN_SUITE root failed (status $status, log: $log)"; return
   fi
   # Each working copy gets its own machine-id (booted_debian_start); dbus follows it.
@@ -150,7 +141,7 @@ _bd_sweep() {
   local state
   for state in "$BOOTED_DEBIAN_DIR"/run/*/; do
     [ -e "$state/nspawn.pid" ] || continue
-    _bd_alive "$(cat "$state/nspawn.pid")" || rm -rf --one-file-system "$state"
+    _bd_alive "$(cat "$state/nspawn.pid")" || _bd_remove "${state%/}"
   done
 }
 
@@ -163,52 +154,54 @@ booted_debian_start() {
   state=$(_bd_state "$name"); root=$state/root
   mkdir -p "$BOOTED_DEBIAN_DIR/run"; _bd_sweep
   [ ! -e "$state" ] || { _bd_fail "$state exists: is container $name running already?"; return; }
+  local start=$SECONDS
   if ! { mkdir -p "$state" && cp -a --reflink=auto "$pristine" "$root"; }; then
     _bd_fail "copying $pristine to $root"; return
   fi
+  local copied=$((SECONDS - start)); start=$SECONDS
   rm -f "$root/.booted-debian-ok"
   tr -d '-' < /proc/sys/kernel/random/uuid > "$root/etc/machine-id"
   echo "$name" > "$root/etc/hostname"
   printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost\n' "$name" > "$root/etc/hosts"
 
   _BD_NAMES+=("$name")
-  local start=$SECONDS
   # --console=read-only: systemd's console output goes to console.log, nothing is read.
   systemd-nspawn -q -b -D "$root" --machine="$name" --register=no --keep-unit \
     --console=read-only "${BOOTED_DEBIAN_NSPAWN_ARGS[@]}" </dev/null >"$state/console.log" 2>&1 &
   pid=$!
   echo "$pid" > "$state/nspawn.pid"
 
-  # The leader (the container's PID 1) is the child of nspawn in another pid namespace.
-  leader=
-  while [ -z "$leader" ] && [ $((SECONDS - start)) -lt "$BOOTED_DEBIAN_BOOT_TIMEOUT" ]; do
-    _bd_alive "$pid" || break
-    for child in $(cat "/proc/$pid/task/$pid/children" 2>/dev/null); do
-      [ "$(readlink "/proc/$child/ns/pid")" != "$(readlink /proc/self/ns/pid)" ] && leader=$child
-    done
-    [ -n "$leader" ] || sleep 0.1
-  done
-  [ -n "$leader" ] && echo "$leader" > "$state/leader.pid"
-
-  # Wait for "running"; "starting"/"initializing" (or no answer yet) mean keep waiting.
-  local status=
-  while [ -n "$leader" ] && _bd_alive "$pid" && [ $((SECONDS - start)) -lt "$BOOTED_DEBIAN_BOOT_TIMEOUT" ]; do
+  # Until systemctl inside says "running" (or degraded...): find the leader, the container's
+  # PID 1, i.e. nspawn's child in another pid namespace (nspawn's short-lived outer child
+  # shares ours; one that just exited reads as ""), then ask it; no answer yet, "starting"
+  # and "initializing" mean keep waiting.
+  local own_ns child_ns status=
+  own_ns=$(readlink /proc/self/ns/pid); leader=
+  while _bd_alive "$pid" && [ $((SECONDS - start)) -lt "$BOOTED_DEBIAN_BOOT_TIMEOUT" ]; do
+    if [ -z "$leader" ] || [ ! -e "/proc/$leader" ]; then
+      leader=
+      for child in $(cat "/proc/$pid/task/$pid/children" 2>/dev/null); do
+        child_ns=$(readlink "/proc/$child/ns/pid" 2>/dev/null) || continue
+        [ -n "$child_ns" ] && [ "$child_ns" != "$own_ns" ] && leader=$child
+      done
+      [ -n "$leader" ] || { sleep 0.1; continue; }
+      echo "$leader" > "$state/leader.pid"
+    fi
     rm -f "$state/capbnd"   # booted_debian_run reads it after systemd has exec'd
     status=$(booted_debian_run "$name" systemctl is-system-running 2>/dev/null) || true
     case $status in running|degraded|maintenance|stopping) break ;; esac
     sleep 0.5
   done
   case $status in
-    running) _bd_log "$name is running after $((SECONDS - start)) s" ;;
+    running) _bd_log "$name is running after $((SECONDS - start)) s (copying the root took $copied s)" ;;
     degraded)
       _bd_log "$name is degraded after $((SECONDS - start)) s; failed units:"
       booted_debian_run "$name" systemctl --failed --no-pager --no-legend >&2 || true ;;
     *)
-      echo "---- last lines of $state/console.log" >&2
-      tail -n 40 "$state/console.log" >&2
-      echo "----" >&2
+      { echo "---- last lines of $state/console.log"; tail -n 40 "$state/console.log"; echo ----; } >&2
       _bd_fail "container $name did not boot within ${BOOTED_DEBIAN_BOOT_TIMEOUT} s" \
-               "(nspawn $(_bd_alive "$pid" && echo running || echo exited), state '${status:-none}')"
+               "(nspawn $(_bd_alive "$pid" && echo running || echo exited)," \
+               "leader ${leader:-none} $(cat "/proc/${leader:-0}/comm" 2>/dev/null), state '${status:-none}')"
       booted_debian_stop "$name"
       return 1 ;;
   esac
@@ -239,7 +232,7 @@ booted_debian_run() {
     done < <(setpriv --list-caps)
     echo "$bnd" > "$state/capbnd"
   fi
-  bnd=$(cat "$state/capbnd")
+  bnd=$(<"$state/capbnd")
   # --all: every namespace of PID 1; -r/-w: its root and working directory. setpriv and env
   # are the container's own binaries, run after entering.
   nsenter --target "$leader" --all -r -w -- \
@@ -292,14 +285,12 @@ booted_debian_stop() {
     fi
   fi
   wait "$pid" 2>/dev/null || true   # reap it when it is our child
-  # nspawn mounts only in its own mount namespace, but make sure before deleting.
-  if grep -q " $state/" /proc/self/mountinfo; then umount -R -l "$state/root" 2>/dev/null || true; fi
   # With /run on disk (no tmpfs) nspawn refuses to remove this directory itself.
   rm -rf --one-file-system "/run/systemd/nspawn/propagate/$name"
   if [ "$BOOTED_DEBIAN_KEEP" = 1 ]; then
     _bd_log "kept $state"
   else
-    rm -rf --one-file-system "$state"
+    _bd_remove "$state"  # nspawn mounts only in its own namespace; _bd_remove checks anyway
   fi
   local kept=() n
   for n in "${_BD_NAMES[@]}"; do [ "$n" = "$name" ] || kept+=("$n"); done

@@ -43,6 +43,10 @@ class FakeService final : public ControlService {
   Result<json::object> decide(const std::string& id, bool, const std::string&) override {
     return Error::make(ErrorCode::not_found, "There is no proposal '" + id + "'.");
   }
+  void reload(const std::string& who, std::function<void(Result<json::object>)> done) override {
+    reloads.push_back(who);
+    done(json::object{{"kept", json::array{"one"}}});
+  }
   std::shared_ptr<desk::EventSubscription> subscribe() override { return bus.subscribe(executor_, 64); }
   EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
                               std::size_t maximum_bytes) const override {
@@ -53,6 +57,7 @@ class FakeService final : public ControlService {
   desk::EventBus bus;
   EventHistory history;
   std::string last_sender;
+  std::vector<std::string> reloads;
 };
 
 class ControlServerTest : public ::testing::Test {

@@ -1,0 +1,184 @@
+// Daemon::reload: the config file read again, and the desks made to match it. What can
+// be judged before anything changes is judged first (the file's problems, a changed
+// [runner]), so a refused reload leaves every desk as it was.
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+
+#include <algorithm>
+
+#include "runner/app/daemon.h"
+#include "runner/app/daemon_slot.h"
+
+namespace deskd::app {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace {
+
+bool inside_or_at(const std::filesystem::path& path, const std::filesystem::path& folder) {
+  const std::string& p = path.native();
+  const std::string& f = folder.native();
+  return p == f || (p.size() > f.size() && p.starts_with(f) && (f.ends_with('/') || p[f.size()] == '/'));
+}
+
+// The desk as its sandbox would be built, but for hidden paths it cannot see anyway: in
+// the minimal view only the system folders, its folder and its read-only paths (readable
+// desks among them) are in sight, so another desk's folder elsewhere, added or removed,
+// changes nothing for it.
+DeskConfig as_seen(const DeskConfig& desk) {
+  DeskConfig seen = desk;
+  seen.position = {};
+  if (desk.sandbox.host_view != sandbox::HostView::minimal) return seen;
+  std::vector<std::filesystem::path> shown = desk.sandbox.read_only_paths;
+  shown.insert(shown.end(), desk.readable_desk_folders.begin(), desk.readable_desk_folders.end());
+  shown.push_back(desk.directory);
+  for (const char* folder : sandbox::kShownSystemFolders) shown.emplace_back(folder);
+  std::erase_if(seen.hidden_paths, [&](const std::filesystem::path& hidden) {
+    return std::none_of(shown.begin(), shown.end(), [&](const std::filesystem::path& place) {
+      return inside_or_at(hidden, place) || inside_or_at(place, hidden);
+    });
+  });
+  return seen;
+}
+
+// A running desk is restarted only when what it would be built from differs.
+bool needs_restart(const DeskConfig& running, const DeskConfig& next) { return !(as_seen(running) == as_seen(next)); }
+
+Error refused(std::string why) { return Error::make(ErrorCode::refused, std::move(why)); }
+
+// The [runner] keys that differ: they are taken once, at start (the socket is open, the
+// state folder's journals are in use), so a change needs a restart.
+std::string changed_runner_keys(const RunnerConfig& now, const RunnerConfig& next) {
+  std::string keys;
+  const auto note = [&](bool differs, const char* key) {
+    if (differs) keys += (keys.empty() ? "" : ", ") + std::string(key);
+  };
+  note(now.state_folder != next.state_folder, "state_folder");
+  note(now.socket_path != next.socket_path, "socket");
+  note(now.socket_group != next.socket_group, "socket_group");
+  note(now.allowed_uids != next.allowed_uids, "allowed_uids");
+  note(now.allowed_groups != next.allowed_groups, "allowed_groups");
+  note(now.log_level != next.log_level, "log_level");
+  note(now.shutdown_grace != next.shutdown_grace, "shutdown_grace_seconds");
+  note(now.client_buffer_mb != next.client_buffer_mb, "client_buffer_mb");
+  note(now.max_clients != next.max_clients, "max_clients");
+  note(now.desk_uid_first != next.desk_uid_first || now.desk_uid_count != next.desk_uid_count,
+       "desk_uid_first/desk_uid_count");
+  return keys;
+}
+
+json::array names(const std::vector<std::string>& list) {
+  json::array array;
+  for (const auto& name : list) array.emplace_back(name);
+  return array;
+}
+
+}  // namespace
+
+void Daemon::reload(const std::string& who, std::function<void(Result<json::object>)> done) {
+  asio::co_spawn(executor_, reload_and_answer(who, std::move(done)), asio::detached);
+}
+
+asio::awaitable<void> Daemon::reload_and_answer(std::string who, std::function<void(Result<json::object>)> done) {
+  std::optional<Result<json::object>> result;
+  try {
+    result.emplace(co_await reload_config(std::move(who)));
+  } catch (const std::exception& error) {
+    reloading_ = false;
+    result.emplace(Error::make(ErrorCode::internal, std::string("the reload failed: ") + error.what()));
+  }
+  if (log_.notify && !stopping_) log_.notify("READY=1");
+  if (!result->ok()) log_.error("reload refused: " + result->error().what);
+  done(std::move(*result));
+}
+
+asio::awaitable<Result<json::object>> Daemon::reload_config(std::string who) {
+  if (stopping_) co_return refused("deskd is stopping; it reloads nothing.");
+  if (reloading_) co_return refused("A reload is already under way; try again once it has finished.");
+  if (log_.notify) log_.notify("RELOADING=1");
+  log_.info("reloading " + config_.file.native() + " for " + who);
+  // Planned and applied outside this frame: GCC 12 warns falsely (-Wmismatched-new-delete)
+  // about coroutine frames that hold a Config.
+  std::shared_ptr<ReloadPlan> plan;
+  if (auto planned = plan_reload(); planned.ok()) {
+    plan = std::move(planned).value();
+  } else {
+    co_return std::move(planned).error();
+  }
+  reloading_ = true;
+  // Only the desks that go or change wait out their turns; the others never notice.
+  co_await stop_slots(plan->to_stop, config_.runner.shutdown_grace);
+  co_return apply_reload(*plan);
+}
+
+Result<std::shared_ptr<Daemon::ReloadPlan>> Daemon::plan_reload() const {
+  ConfigLoad load = load_config(config_.file);
+  if (!load.config) {
+    std::string problems;
+    for (const auto& problem : load.problems) problems += "\n" + problem.to_string();
+    return refused("The config has " + std::to_string(load.problems.size()) +
+                   " problem(s), so it was not loaded; every desk keeps running as before:" + problems);
+  }
+  auto plan = std::make_shared<ReloadPlan>();
+  plan->next = std::move(*load.config);
+  if (const std::string keys = changed_runner_keys(config_.runner, plan->next.runner); !keys.empty()) {
+    return refused("[runner] changed (" + keys + "); deskd takes [runner] only at start, so restart it " +
+                   "(systemctl restart deskd) to apply this config. Nothing was reloaded.");
+  }
+  for (const auto& [name, slot] : slots_) {
+    const auto desk = std::find_if(plan->next.desks.begin(), plan->next.desks.end(),
+                                   [&](const DeskConfig& candidate) { return candidate.name == name; });
+    if (desk == plan->next.desks.end()) {
+      plan->stopped.push_back(name);
+      plan->to_stop.push_back(slot.get());
+    } else if (needs_restart(slot->config, *desk)) {
+      plan->restarted.push_back(name);
+      plan->to_stop.push_back(slot.get());
+    } else {
+      plan->kept.push_back(name);
+    }
+  }
+  return plan;
+}
+
+json::object Daemon::apply_reload(ReloadPlan& plan) {
+  {
+    const std::lock_guard lock(waiting_mutex_);
+    for (const auto& name : plan.stopped) slots_.erase(name);
+    for (const auto& name : plan.restarted) slots_.erase(name);
+  }
+  config_ = std::move(plan.next);
+  std::vector<std::string> started;
+  json::object failed;
+  for (const auto& desk : config_.desks) {
+    if (auto kept = slots_.find(desk.name); kept != slots_.end()) {
+      kept->second->config = desk;  // the same desk; where the file wrote it may have moved
+      continue;
+    }
+    const bool restarted = std::find(plan.restarted.begin(), plan.restarted.end(), desk.name) != plan.restarted.end();
+    if (!restarted) started.push_back(desk.name);
+    auto slot = std::make_unique<Slot>();
+    slot->config = desk;
+    Slot& placed = *slot;
+    {
+      const std::lock_guard lock(waiting_mutex_);
+      slots_.emplace(desk.name, std::move(slot));
+    }
+    // Once deskd began to stop meanwhile, new desks stay stopped: stop() waits for this reload.
+    if (stopping_) continue;
+    if (!start_slot(placed)) failed[desk.name] = placed.error;
+  }
+  reloading_ = false;
+  log_.info("reloaded: " + std::to_string(started.size()) + " started, " + std::to_string(plan.stopped.size()) +
+            " stopped, " + std::to_string(plan.restarted.size()) + " restarted, " + std::to_string(plan.kept.size()) +
+            " kept, " + std::to_string(failed.size()) + " failed to start");
+  return json::object{{"started", names(started)},
+                      {"stopped", names(plan.stopped)},
+                      {"restarted", names(plan.restarted)},
+                      {"kept", names(plan.kept)},
+                      {"failed", std::move(failed)}};
+}
+
+}  // namespace deskd::app

@@ -1,0 +1,42 @@
+#pragma once
+// What the daemon holds for one desk of its config; shared by daemon.cpp and
+// daemon_reload.cpp, and by nothing else.
+
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/app/daemon.h"
+#include "runner/app/desk_assembly.h"
+#include "runner/desk/journal.h"
+
+namespace deskd::app {
+
+struct Daemon::Slot {
+  DeskConfig config;
+  std::string error;  // why the desk is stopped, when it could not start
+  std::unique_ptr<AssembledDesk> desk;
+  std::optional<desk::Journal> failure_journal;  // a desk that could not start still records why
+  boost::asio::cancellation_signal stop_desk;
+  boost::asio::cancellation_signal stop_scheduler;
+  bool desk_running = false;
+  bool scheduler_running = false;
+  // Messages sent through the socket that the desk has not yet taken, by trigger id, and
+  // their total; under the Daemon's waiting_mutex_.
+  std::map<std::string, std::size_t> waiting;
+  std::size_t waiting_bytes = 0;
+};
+
+/// What a reload will do: the new config, and the desks it starts, stops, restarts, keeps.
+struct Daemon::ReloadPlan {
+  Config next;
+  std::vector<std::string> stopped, restarted, kept;
+  std::vector<Slot*> to_stop;  ///< the stopped and the restarted
+};
+
+}  // namespace deskd::app
