@@ -83,21 +83,26 @@ void Daemon::reload(const std::string& who, std::function<void(Result<json::obje
 
 asio::awaitable<void> Daemon::reload_and_answer(std::string who, std::function<void(Result<json::object>)> done) {
   std::optional<Result<json::object>> result;
-  try {
-    result.emplace(co_await reload_config(std::move(who)));
-  } catch (const std::exception& error) {
-    reloading_ = false;
-    result.emplace(Error::make(ErrorCode::internal, std::string("the reload failed: ") + error.what()));
+  if (stopping_) {
+    result.emplace(refused("deskd is stopping; it reloads nothing."));
+  } else if (reloading_) {
+    result.emplace(refused("A reload is already under way; try again once it has finished."));
+  } else {
+    // RELOADING=1 ... READY=1 around this reload only: a refused second one tells systemd nothing.
+    if (log_.notify) log_.notify("RELOADING=1");
+    try {
+      result.emplace(co_await reload_config(std::move(who)));
+    } catch (const std::exception& error) {
+      reloading_ = false;
+      result.emplace(Error::make(ErrorCode::internal, std::string("the reload failed: ") + error.what()));
+    }
+    if (log_.notify && !stopping_) log_.notify("READY=1");
   }
-  if (log_.notify && !stopping_) log_.notify("READY=1");
   if (!result->ok()) log_.error("reload refused: " + result->error().what);
   done(std::move(*result));
 }
 
 asio::awaitable<Result<json::object>> Daemon::reload_config(std::string who) {
-  if (stopping_) co_return refused("deskd is stopping; it reloads nothing.");
-  if (reloading_) co_return refused("A reload is already under way; try again once it has finished.");
-  if (log_.notify) log_.notify("RELOADING=1");
   log_.info("reloading " + config_.file.native() + " for " + who);
   // Planned and applied outside this frame: GCC 12 warns falsely (-Wmismatched-new-delete)
   // about coroutine frames that hold a Config.
