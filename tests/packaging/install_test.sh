@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The Debian package on a booted Debian 12 (issue 13): builds the package twice (the
+# project's version and a higher one), boots a fresh Debian 12 under systemd-nspawn, and
+# inside it: installs the package with apt-get (so its Depends come from the mirror), then
+# checks that the service is active, deskctl desks and deskctl ask work on the example desk
+# (its bash in its sandbox, under the service), a desk added to the config appears after
+# systemctl reload while a turn on another desk goes on, systemd-analyze security is at most
+# 2.5, systemctl stop exits cleanly, an upgrade keeps /etc/deskd and /var/lib/deskd, and a
+# purge leaves no deskd file or unit. Fails loudly, never skips, when nspawn cannot boot.
+# Run as root (scripts/test runs it).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$here/booted_debian.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install_test: FAIL: needs root (debootstrap and systemd-nspawn)" >&2
+  exit 1
+fi
+
+failures=0
+step() { printf '\n== install_test: %s\n' "$*"; }
+fail() { echo "install_test: FAIL: $*" >&2; failures=$((failures + 1)); }
+expect_in() {  # expect_in WHAT TEXT NEEDLE
+  if [[ "$2" == *"$3"* ]]; then echo "ok: $1"; else fail "$1: no '$3' in:"$'\n'"$2"; fi
+}
+
+step "building the packages"
+version=$(sed -n 's/^project(deskd VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+higher="$version.1"
+first=$("$root/scripts/package" | tail -n 1)
+second=$("$root/scripts/package" --version "$higher" | tail -n 1)
+echo "$first"; echo "$second"
+
+step "booting Debian 12"
+name=deskd-install-$$
+booted_debian_start "$name"
+inside() { booted_debian_run "$name" "$@"; }
+booted_debian_copy_in "$name" "$first" /root/
+booted_debian_copy_in "$name" "$second" /root/
+
+step "apt-get install ./$(basename "$first")"
+inside sh -c "cd /root && apt-get install -y -q ./$(basename "$first")" | tail -n 3
+inside systemctl is-active deskd || { fail "deskd is not active"; inside journalctl -u deskd --no-pager -n 50; }
+
+step "deskctl on the example desk"
+desks=$(inside deskctl desks 2>&1 || true)
+expect_in "deskctl desks lists the example desk" "$desks" "example"
+asked=$(inside deskctl ask example "prepare the day" 2>&1) || fail "deskctl ask example failed: $asked"
+expect_in "the example desk's turn finished" "$asked" "turn finished"
+
+step "a desk added by a reload while another desk's turn runs"
+# Two desks with scripts of their own: "slow" takes a while; "added" shows its sandbox.
+inside sh -c 'install -d -o deskd -g deskd -m 0750 /var/lib/deskd/desks/slow /var/lib/deskd/desks/added /var/lib/deskd/scripts'
+inside sh -c 'cat > /var/lib/deskd/scripts/slow.jsonl' <<'EOF'
+{"steps": [{"text": "working", "tool_calls": [{"name": "bash", "input": {"command": "sleep 6; echo slow-done"}}]}, {"text": "slow finished"}]}
+EOF
+inside sh -c 'cat > /var/lib/deskd/scripts/added.jsonl' <<'EOF'
+{"steps": [{"text": "looking", "tool_calls": [{"name": "bash", "input": {"command": "echo pid1=$(tr '\\0' ' ' < /proc/1/cmdline); echo uid=$(id -u); ls /var/lib/deskd/state 2>&1 | head -1"}}]}, {"text": "looked"}]}
+EOF
+desk_table() {
+  printf '\n[[desk]]\nname = "%s"\ndirectory = "/var/lib/deskd/desks/%s"\n[desk.model]\nscript = "/var/lib/deskd/scripts/%s.jsonl"\n' "$1" "$1" "$1"
+}
+desk_table slow | inside sh -c 'cat >> /etc/deskd/deskd.toml'
+inside systemctl reload deskd || { fail "the reload that adds slow failed"; inside journalctl -u deskd --no-pager -n 30; }
+# The slow turn, in the background inside the container.
+inside sh -c 'setsid sh -c "deskctl ask slow go > /root/slow.out 2>&1; echo \$? > /root/slow.status" < /dev/null > /dev/null 2>&1 &'
+for _ in $(seq 50); do
+  inside deskctl status slow 2>/dev/null | grep -q running && break
+  sleep 0.1
+done
+desk_table added | inside sh -c 'cat >> /etc/deskd/deskd.toml'
+started=$SECONDS
+inside systemctl reload deskd || { fail "systemctl reload deskd failed"; inside journalctl -u deskd --no-pager -n 30; }
+[ $((SECONDS - started)) -lt 5 ] || fail "the reload waited for slow's turn ($((SECONDS - started)) s)"
+expect_in "the added desk is listed after the reload" "$(inside deskctl desks 2>&1)" "added"
+expect_in "slow's turn still runs after the reload" "$(inside deskctl status slow 2>&1)" "running"
+for _ in $(seq 100); do inside test -s /root/slow.status && break; sleep 0.2; done
+expect_in "slow's turn finished after the reload" "$(inside cat /root/slow.out 2>&1)" "slow-done"
+[ "$(inside cat /root/slow.status 2>/dev/null)" = 0 ] || fail "deskctl ask slow did not exit 0"
+looked=$(inside deskctl ask added look 2>&1) || fail "deskctl ask added failed: $looked"
+expect_in "the added desk's bash runs under deskd-init" "$looked" "pid1=deskd-init"
+expect_in "the added desk cannot see deskd's state" "$looked" "No such file or directory"
+uid=$(inside id -u deskd)
+expect_in "the desk runs as the service's unprivileged user" "$looked" "uid=$uid"
+
+step "systemd-analyze security deskd.service"
+security=$(inside systemd-analyze security deskd.service --no-pager 2>&1 | tail -n 1)
+echo "$security"
+exposure=$(sed -n 's/.*exposure level for deskd.service: \([0-9.]*\).*/\1/p' <<<"$security")
+if [ -z "$exposure" ] || ! awk -v e="$exposure" 'BEGIN { exit !(e <= 2.5) }'; then
+  fail "exposure '$exposure' is above 2.5"
+else
+  echo "ok: exposure $exposure <= 2.5"
+fi
+
+step "an upgrade to $higher keeps /etc/deskd and /var/lib/deskd"
+inside sh -c "cd /root && apt-get install -y -q ./$(basename "$second")" | tail -n 3
+installed=$(inside dpkg-query -W -f='${Version}' deskd)
+[ "$installed" = "$higher" ] || fail "after the upgrade deskd is at '$installed', not $higher"
+expect_in "the config kept its added desks" "$(inside cat /etc/deskd/deskd.toml)" 'name = "added"'
+inside test -s /var/lib/deskd/state/desks/added/journal.jsonl || fail "the added desk's journal is gone"
+inside systemctl is-active deskd || fail "deskd is not active after the upgrade"
+expect_in "the added desk runs after the upgrade" "$(inside deskctl desks 2>&1)" "added"
+
+step "systemctl stop"
+inside systemctl stop deskd || fail "systemctl stop deskd failed"
+result=$(inside systemctl show deskd -p Result -p ExecMainStatus --value | tr '\n' ' ')
+[ "$result" = "success 0 " ] || fail "deskd did not stop cleanly: Result ExecMainStatus = $result"
+inside journalctl -u deskd --no-pager -o cat | grep -q "deskd stopped" || fail "deskd did not log that it stopped"
+
+step "apt-get purge"
+inside apt-get purge -y -q deskd | tail -n 2
+left=$(inside find / -xdev \( -path /proc -o -path /sys -o -path /root -o -path /var/log/journal \) -prune \
+  -o -name '*deskd*' -print 2>/dev/null || true)
+[ -z "$left" ] || fail "the purge left: $left"
+inside test ! -e /etc/deskd || fail "/etc/deskd is still there"
+inside test ! -e /var/lib/deskd || fail "/var/lib/deskd is still there"
+
+step "powering off"
+booted_debian_stop "$name"
+if [ "$failures" -gt 0 ]; then
+  echo "install_test: $failures failure(s)" >&2
+  exit 1
+fi
+echo "install_test: ok"
