@@ -84,6 +84,19 @@ expect_in "the added desk cannot see deskd's state" "$looked" "No such file or d
 uid=$(inside id -u deskd)
 expect_in "the desk runs as the service's unprivileged user" "$looked" "uid=$uid"
 
+step "a config with a problem is refused and the running one kept"
+inside cp /etc/deskd/deskd.toml /root/deskd.toml.good
+printf '\n[[desk]]\nname = "broken"\ndirectory = "/var/lib/deskd/desks/no-such-desk"\n' | inside sh -c 'cat >> /etc/deskd/deskd.toml'
+if inside systemctl reload deskd 2>/dev/null; then fail "systemctl reload took a config with a problem"; fi
+inside systemctl is-active deskd || fail "deskd is not active after a refused reload"
+expect_in "the refusal names the file and line" "$(inside journalctl -u deskd --no-pager -o cat -n 20)" "/etc/deskd/deskd.toml:"
+expect_in "the desks run on after a refused reload" "$(inside deskctl desks 2>&1)" "added"
+inside cp /root/deskd.toml.good /etc/deskd/deskd.toml
+watchdog=$(inside systemctl show deskd -p WatchdogTimestampMonotonic --value)
+[ "${watchdog:-0}" -gt 0 ] || fail "systemd saw no WATCHDOG=1 from deskd"
+state=$(inside systemctl show deskd -p Type -p NotifyAccess --value | tr '\n' ' ')
+[ "$state" = "notify main " ] || fail "the unit is not Type=notify with NotifyAccess=main: $state"
+
 step "systemd-analyze security deskd.service"
 security=$(inside systemd-analyze security deskd.service --no-pager 2>&1 | tail -n 1)
 echo "$security"

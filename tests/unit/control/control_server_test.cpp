@@ -41,6 +41,16 @@ TEST_F(ControlServerTest, BadLinesGetErrorRepliesAndTheConnectionStays) {
   EXPECT_TRUE(service_->last_sender.starts_with("uid " + std::to_string(::geteuid()))) << service_->last_sender;
 }
 
+TEST_F(ControlServerTest, AReloadIsAnsweredWithWhatItDidOnBehalfOfThePeer) {
+  ControlClient client = connect();
+  auto reloaded = client.call(json::object{{"op", "reload"}});
+  ASSERT_TRUE(reloaded.ok());
+  EXPECT_EQ(reloaded->at("ok"), true);
+  EXPECT_EQ(reloaded->at("reload").at("kept"), (json::array{"one"}));
+  ASSERT_EQ(service_->reloads.size(), 1u);
+  EXPECT_TRUE(service_->reloads[0].starts_with("uid " + std::to_string(::geteuid()))) << service_->reloads[0];
+}
+
 TEST_F(ControlServerTest, AnOversizedLineGetsAnErrorAndAClose) {
   ControlClient client = connect();
   const std::string huge(kMaximumRequestBytes + 100, 'x');
