@@ -56,7 +56,7 @@ inside sh -c 'cat > /var/lib/deskd/scripts/slow.jsonl' <<'EOF'
 {"steps": [{"text": "working", "tool_calls": [{"name": "bash", "input": {"command": "sleep 6; echo slow-done"}}]}, {"text": "slow finished"}]}
 EOF
 inside sh -c 'cat > /var/lib/deskd/scripts/added.jsonl' <<'EOF'
-{"steps": [{"text": "looking", "tool_calls": [{"name": "bash", "input": {"command": "echo pid1=$(tr '\\0' ' ' < /proc/1/cmdline); echo uid=$(id -u); ls /var/lib/deskd/state 2>&1 | head -1"}}]}, {"text": "looked"}]}
+{"steps": [{"text": "looking", "tool_calls": [{"name": "bash", "input": {"command": "echo pid1=$(tr '\\0' ' ' < /proc/1/cmdline); echo uid=$(id -u); ls /var/lib/deskd/state 2>&1 | head -1; echo environs-with-deskds=$(grep -l -e NOTIFY_SOCKET -e INVOCATION_ID /proc/[0-9]*/environ 2>/dev/null | wc -l); echo serve-cmdlines=$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c 'desk[d] serve')"}}]}, {"text": "looked"}]}
 EOF
 desk_table() {
   printf '\n[[desk]]\nname = "%s"\ndirectory = "/var/lib/deskd/desks/%s"\n[desk.model]\nscript = "/var/lib/deskd/scripts/%s.jsonl"\n' "$1" "$1" "$1"
@@ -81,8 +81,17 @@ expect_in "slow's turn finished after the reload" "$(inside cat /root/slow.out 2
 looked=$(inside deskctl ask added look 2>&1) || fail "deskctl ask added failed: $looked"
 expect_in "the added desk's bash runs under deskd-init" "$looked" "pid1=deskd-init"
 expect_in "the added desk cannot see deskd's state" "$looked" "No such file or directory"
+expect_in "no process in sight holds deskd's environment" "$looked" "environs-with-deskds=0"
+expect_in "no process in sight is deskd itself" "$looked" "serve-cmdlines=0"
 uid=$(inside id -u deskd)
 expect_in "the desk runs as the service's unprivileged user" "$looked" "uid=$uid"
+
+step "the socket is for root and the deskd group"
+inside useradd --create-home --groups deskd member
+inside useradd --create-home stranger
+inside runuser -u member -- deskctl desks >/dev/null || fail "a member of the deskd group cannot use deskctl"
+if inside runuser -u stranger -- deskctl desks >/dev/null 2>&1; then fail "a user outside the deskd group used deskctl"; fi
+expect_in "root uses the socket in /run/deskd" "$(inside stat -c '%U:%G %a' /run/deskd/deskd.sock)" "deskd:deskd 660"
 
 step "a config with a problem is refused and the running one kept"
 inside cp /etc/deskd/deskd.toml /root/deskd.toml.good
@@ -124,7 +133,7 @@ inside journalctl -u deskd --no-pager -o cat | grep -q "deskd stopped" || fail "
 
 step "apt-get purge"
 inside apt-get purge -y -q deskd | tail -n 2
-left=$(inside find / -xdev \( -path /proc -o -path /sys -o -path /root -o -path /var/log/journal \) -prune \
+left=$(inside find / -xdev \( -path /proc -o -path /sys -o -path /root -o -path /home -o -path /var/log/journal \) -prune \
   -o -name '*deskd*' -print 2>/dev/null || true)
 [ -z "$left" ] || fail "the purge left: $left"
 inside test ! -e /etc/deskd || fail "/etc/deskd is still there"
