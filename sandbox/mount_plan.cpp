@@ -196,7 +196,8 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
   if (spec.network == NetworkMode::none) {
     // The host's /sys names its network interfaces and their addresses; a sysfs mounted in
     // the sandbox's own network namespace shows only `lo`.
-    steps.push_back(step(Operation::mount_sysfs, in_new_root("/sys"), "mount a read-only /sys of the sandbox's network"));
+    steps.push_back(step(Operation::mount_sysfs, in_new_root("/sys"),
+                         "mount a read-only /sys of the sandbox's network (an empty one where a container forbids it)"));
   }
   plan_devices(spec, steps);
   steps.push_back(tmpfs(in_new_root("/tmp"),
@@ -304,7 +305,12 @@ int carry_out(const MountStep& s) {
     case Operation::mount_proc:
       return ::mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
     case Operation::mount_sysfs:
-      return ::mount("sysfs", target, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+      if (::mount("sysfs", target, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0) return 0;
+      // A container that masks parts of its own /sys (Podman, Kubernetes) leaves no fully
+      // visible sysfs, and the kernel refuses a new one in a user namespace. An empty /sys
+      // shows the desk less, never more, so the launch goes on without one.
+      if (errno != EPERM) return -1;
+      return ::mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555");
     case Operation::mount_devpts:
       return ::mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC,
                      "newinstance,ptmxmode=0666,mode=0620");

@@ -32,7 +32,7 @@ struct MountStep {
     set_attributes,        ///< target: mount_setattr set/clear, recursive flag
     mask,                  ///< target: tmpfs if a folder, the empty file if not, else skip
     mount_proc,            ///< target
-    mount_sysfs,           ///< target, read-only
+    mount_sysfs,           ///< target, read-only; an empty read-only tmpfs where sysfs is refused (EPERM)
     mount_devpts,          ///< target
     pivot_into_new_root,   ///< pivot_root into /newroot, detach the rest
     change_directory,      ///< target

@@ -140,6 +140,7 @@ ConfigPosition read_runner(const toml::table* table, RunnerConfig& runner, LoadC
   }
   if (auto megabytes = reader.whole("client_buffer_mb", 1, 1024)) runner.client_buffer_mb = static_cast<std::uint32_t>(*megabytes);
   if (auto clients = reader.whole("max_clients", 1, 65536)) runner.max_clients = static_cast<std::uint32_t>(*clients);
+  if (auto required = reader.boolean("require_user_namespace")) runner.require_user_namespace = *required;
   ConfigPosition desk_uid_count_position = read_desk_uid_range(reader, runner, context);
   reader.report_unknown_keys();
   return desk_uid_count_position;

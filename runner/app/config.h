@@ -64,6 +64,9 @@ struct RunnerConfig {
   /// holds neither 0 nor 65534 and has room for every desk; see desk_ids.h.
   std::uint32_t desk_uid_first = sandbox::kDefaultDeskUid;
   std::uint32_t desk_uid_count = 65536;
+  /// Refuse to start unless deskd itself runs in a user namespace other than the host's
+  /// (a pod with hostUsers: false, a rootless container): the check Kubernetes does not make.
+  bool require_user_namespace = false;
 
   bool operator==(const RunnerConfig&) const = default;
 };

@@ -64,6 +64,7 @@ std::string changed_runner_keys(const RunnerConfig& now, const RunnerConfig& nex
   note(now.shutdown_grace != next.shutdown_grace, "shutdown_grace_seconds");
   note(now.client_buffer_mb != next.client_buffer_mb, "client_buffer_mb");
   note(now.max_clients != next.max_clients, "max_clients");
+  note(now.require_user_namespace != next.require_user_namespace, "require_user_namespace");
   note(now.desk_uid_first != next.desk_uid_first || now.desk_uid_count != next.desk_uid_count,
        "desk_uid_first/desk_uid_count");
   return keys;

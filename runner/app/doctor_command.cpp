@@ -15,6 +15,7 @@
 #include "sandbox/host_support.h"
 #include "sandbox/cgroup_limits.h"
 #include "sandbox/launch_trial.h"
+#include "sandbox/own_user_namespace.h"
 
 namespace deskd::app {
 
@@ -174,6 +175,7 @@ int run_doctor_command(std::span<const std::string_view> arguments) {
   checks.push_back(check_desk_id_range(config.runner.desk_uid_first, config.runner.desk_uid_count, desk_ids,
                                        ::geteuid() == 0));
   checks.push_back(sandbox::check_desk_limits());
+  checks.push_back(sandbox::check_own_user_namespace());
   // Last, and only when every feature is there: what a launch really does, step by step.
   if (sandbox::full_sandbox_possible(checks)) checks.push_back(sandbox::try_sandbox_launch());
   if (json) {

@@ -18,6 +18,7 @@
 #include "runner/app/config.h"
 #include "runner/app/daemon.h"
 #include "runner/control/control_server.h"
+#include "sandbox/own_user_namespace.h"
 
 namespace deskd::app {
 
@@ -105,6 +106,31 @@ void raise_open_file_limit(spdlog::logger& log) {
   log.info("open files: soft limit raised from {} to {}, the hard limit", before, limit.rlim_max);
 }
 
+// Says which user namespace deskd runs in; false (logged) when the config requires one
+// of its own and this is the host's.
+bool check_own_user_namespace(bool required, spdlog::logger& log) {
+  auto found = sandbox::own_user_namespace();
+  if (!found.ok()) {
+    if (!required) return true;
+    log.error("[runner] require_user_namespace = true, but deskd cannot tell its user namespace: {}",
+              found.error().what);
+    return false;
+  }
+  if (!found->host) {
+    log.info("deskd runs in a user namespace of its own (uid_map {})", found->uid_map);
+    return true;
+  }
+  if (!required) {
+    log.info("deskd runs in the host's user namespace (uid_map {})", found->uid_map);
+    return true;
+  }
+  log.error("[runner] require_user_namespace = true, but deskd runs in the host's user namespace (uid_map {}): "
+            "the pod's hostUsers: false had no effect (the runtime lacks user-namespace support) or the container "
+            "was started without one; deskd does not start",
+            found->uid_map);
+  return false;
+}
+
 void notify_systemd(const char* state) {
   if (std::getenv("NOTIFY_SOCKET") != nullptr) (void)sd_notify(0, state);
 }
@@ -179,6 +205,7 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   const std::uint32_t client_buffer_mb = config.runner.client_buffer_mb;
   const std::size_t max_clients = config.runner.max_clients;
   raise_open_file_limit(*log);
+  if (!check_own_user_namespace(config.runner.require_user_namespace, *log)) return 1;
   const std::filesystem::path socket_path = config.runner.socket_path;
   Daemon daemon(io.get_executor(), std::move(config), clock,
                 DaemonLog{[log](const std::string& text) { log->info(text); },

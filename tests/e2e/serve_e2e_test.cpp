@@ -85,6 +85,17 @@ TEST_F(ServeE2eTest, CheckPrintsEveryProblemWithFileLineAndColumnAndExits2) {
 
 // --- turns through deskctl ---
 
+// Kubernetes ignores hostUsers: false on a runtime without user namespaces; a config that
+// counts on one says so, and deskd on the host's namespace does not start.
+TEST_F(ServeE2eTest, RequireUserNamespaceRefusesToServeInTheHostsOwn) {
+  ServeDaemon daemon({{"one", R"({"text": "hi"})" "\n"}}, "require_user_namespace = true\n");
+  DeskdProcess serve({"serve", "--config", daemon.config_path()});
+  (void)serve.read_rest();
+  EXPECT_EQ(serve.wait(), 1);
+  EXPECT_THAT(serve.error_output(), HasSubstr("require_user_namespace = true, but deskd runs in the host's user "
+                                              "namespace (uid_map 0 0 4294967295)"));
+}
+
 TEST_F(ServeE2eTest, AskPrintsTheModelTextAndToolOutputAndSendPrintsATriggerId) {
   ServeDaemon daemon({{"one",
                        R"json({"steps": [{"text": "let me look", "tool_calls": [{"name": "bash", "input": {"command": "echo tool-output-$((6*7))"}}]}, {"text": "all done"}]})json" "\n"

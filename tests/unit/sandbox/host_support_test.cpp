@@ -3,10 +3,12 @@
 // there; optional pieces are only asserted where the kernel is new enough to have them.
 
 #include "sandbox/host_support.h"
+#include "sandbox/own_user_namespace.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <grp.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -166,6 +168,50 @@ TEST(HostSupport, RootReportsWhetherAnUnprivilegedDeskdCouldWork) {
   ASSERT_TRUE(check.available) << check.detail;
   EXPECT_THAT(check.detail, testing::AnyOf(testing::HasSubstr("so can uid 65534"),
                                            testing::HasSubstr("an unprivileged deskd could not")));
+}
+
+}  // namespace
+
+namespace {
+
+using deskd::sandbox::own_user_namespace;
+
+TEST(OwnUserNamespace, TheHostsMapsEveryIdToItselfAndANewOneDoesNot) {
+  auto here = own_user_namespace();
+  ASSERT_TRUE(here.ok()) << here.error().what;
+  // The suite runs on the host (CI, a developer's shell), never in a container of its own.
+  EXPECT_TRUE(here->host) << here->uid_map;
+  EXPECT_EQ(here->uid_map, "0 0 4294967295");
+
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const uid_t uid = geteuid();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(pipe_fds[0]);
+    std::string report = "unshare failed";
+    if (unshare(CLONE_NEWUSER) == 0) {
+      // Only the id the process had is mapped, as a rootless container maps its user.
+      FILE* map = std::fopen("/proc/self/uid_map", "w");
+      if (map != nullptr) {
+        std::fprintf(map, "0 %u 1\n", uid);
+        std::fclose(map);
+      }
+      auto inside = own_user_namespace();
+      report = inside.ok() ? (inside->host ? "host " : "own ") + inside->uid_map : inside.error().what;
+    }
+    (void)!write(pipe_fds[1], report.data(), report.size());
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  std::string report;
+  char buffer[512];
+  for (ssize_t got; (got = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) report.append(buffer, static_cast<std::size_t>(got));
+  close(pipe_fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(report, "own 0 " + std::to_string(uid) + " 1");
 }
 
 }  // namespace
