@@ -14,6 +14,7 @@
 
 #include "sandbox/child_failure.h"
 #include "sandbox/child_process.h"
+#include "sandbox/container_fix.h"
 #include "sandbox/init/init_protocol.h"
 #include "sandbox/init_image.h"
 
@@ -123,7 +124,9 @@ Error launch_error(const ChildFailure& failure) {
   }
   std::string what = "The sandbox could not be set up: " + std::string(failure.step);
   if (!path.empty()) what += " (" + path + ")";
-  return Error::from_errno(failure.error_number, what + " failed");
+  Error error = Error::from_errno(failure.error_number, what + " failed");
+  error.what += container_fix_for(failure.step);
+  return error;
 }
 
 // clone3 gives a pidfd atomically with the child; clone is the fallback on kernels before 5.3.
