@@ -12,7 +12,7 @@
 namespace deskd::sandbox {
 
 struct OwnUserNamespace {
-  bool host = false;    ///< the host's (initial) user namespace
+  bool host = false;    ///< the host's (initial) user namespace, or one whose root is the host's root
   std::string uid_map;  ///< /proc/self/uid_map, its lines joined with "; "
 };
 

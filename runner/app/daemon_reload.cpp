@@ -139,7 +139,9 @@ Result<std::shared_ptr<Daemon::ReloadPlan>> Daemon::plan_reload() const {
     if (desk == plan->next.desks.end()) {
       plan->stopped.push_back(name);
       plan->to_stop.push_back(slot.get());
-    } else if (needs_restart(slot->config, *desk)) {
+    } else if (!slot->desk || !slot->desk_running || needs_restart(slot->config, *desk)) {
+      // A desk that could not start (or whose run ended) is tried again: the operator may
+      // have fixed what stopped it.
       plan->restarted.push_back(name);
       plan->to_stop.push_back(slot.get());
     } else {
@@ -150,11 +152,19 @@ Result<std::shared_ptr<Daemon::ReloadPlan>> Daemon::plan_reload() const {
 }
 
 json::object Daemon::apply_reload(ReloadPlan& plan) {
+  // Taken out under the lock, freed after it: a desk's parts may publish as they go.
+  std::vector<std::unique_ptr<Slot>> gone;
   {
     const std::lock_guard lock(waiting_mutex_);
-    for (const auto& name : plan.stopped) slots_.erase(name);
-    for (const auto& name : plan.restarted) slots_.erase(name);
+    for (const auto* names : {&plan.stopped, &plan.restarted}) {
+      for (const auto& name : *names) {
+        auto found = slots_.find(name);
+        gone.push_back(std::move(found->second));
+        slots_.erase(found);
+      }
+    }
   }
+  gone.clear();
   config_ = std::move(plan.next);
   std::vector<std::string> started;
   json::object failed;

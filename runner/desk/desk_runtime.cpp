@@ -334,8 +334,14 @@ awaitable<void> DeskRuntime::run() {
   }
   co_await asio::this_coro::reset_cancellation_state();
   co_await asio::this_coro::throw_if_cancelled(false);
-  for (auto& signal : core->beside) signal->emit(asio::cancellation_type::terminal);
-  core->beside.clear();
+  // Each /btw still running is cancelled, and waited for: its answer uses the desk's parts,
+  // which the daemon may free (a reload) as soon as run() is over.
+  for (const auto& signal : std::vector(core->beside)) signal->emit(asio::cancellation_type::terminal);
+  asio::steady_timer side_questions(core->executor);
+  while (!core->beside.empty()) {
+    side_questions.expires_after(std::chrono::milliseconds(10));
+    (void)co_await side_questions.async_wait(kAwait);
+  }
   co_await core->runner->close();
   if (core->parts.tool_registry) co_await core->parts.tool_registry->close();
   core->state = DeskState::stopped;

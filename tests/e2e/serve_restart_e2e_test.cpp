@@ -25,6 +25,8 @@ namespace deskd::e2e {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::AnyOf;
+using ::testing::Eq;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace std::string_literals;
@@ -182,7 +184,9 @@ TEST_F(ServeE2eTest, ABigJournalIsCompactedWhileTheSocketAnswersAndTheNextStartI
     state = states[0].second;
   }
   const auto started = since(launched);
-  EXPECT_EQ(state, "idle");
+  // Started: at once it takes up the open trigger again, so a slow machine (the sanitizer
+  // build) may see that turn running.
+  EXPECT_THAT(state, AnyOf(Eq("idle"), Eq("running")));
   auto events = daemon.follow("one", /*replay=*/true);
   ASSERT_TRUE(events);
   std::vector<json::object> seen;

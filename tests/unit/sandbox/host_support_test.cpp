@@ -192,10 +192,11 @@ TEST(OwnUserNamespace, TheHostsMapsEveryIdToItselfAndANewOneDoesNot) {
     close(pipe_fds[0]);
     std::string report = "unshare failed";
     if (unshare(CLONE_NEWUSER) == 0) {
-      // Only the id the process had is mapped, as a rootless container maps its user.
+      // Only the id the process had is mapped, as a rootless container maps its user; not
+      // to root inside, since a namespace whose root is the host's root counts as the host's.
       FILE* map = std::fopen("/proc/self/uid_map", "w");
       if (map != nullptr) {
-        std::fprintf(map, "0 %u 1\n", uid);
+        std::fprintf(map, "1000 %u 1\n", uid);
         std::fclose(map);
       }
       auto inside = own_user_namespace();
@@ -211,7 +212,7 @@ TEST(OwnUserNamespace, TheHostsMapsEveryIdToItselfAndANewOneDoesNot) {
   close(pipe_fds[0]);
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_EQ(report, "own 0 " + std::to_string(uid) + " 1");
+  EXPECT_EQ(report, "own 1000 " + std::to_string(uid) + " 1");
 }
 
 }  // namespace
