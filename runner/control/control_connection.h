@@ -76,6 +76,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   struct Follow {
     boost::json::value id;
     std::shared_ptr<desk::EventSubscription> subscription;
+    std::string desk;  ///< the desk it follows; empty: every desk
   };
 
   void queue_line(std::string line);

@@ -33,7 +33,7 @@ void Connection::follow(const ControlRequest& request) {
   std::string desk_name = request.desk.value_or("");
   // Subscribe before replaying, so nothing falls between the two.
   auto subscription = context_->service.subscribe();
-  follows_[key] = Follow{request.id, subscription};
+  follows_[key] = Follow{request.id, subscription, desk_name};
   std::optional<EventHistory::Replay> first_page;
   if (after || request.replay) first_page = context_->service.replay(desk_name, after, kReplayPageBytes);
   send(reply_ok(request.id, {{"following", desk_name.empty() ? json::value(nullptr) : json::value(desk_name)},
@@ -116,6 +116,15 @@ void Connection::tell_follows_stopping(const std::string& notice) {
 }
 
 void Connection::end_for_stop(const std::string& message) {
+  // What the bus published before the stop but the follow's stream has not taken yet (a
+  // busy loop lags behind) goes out before the final line: a follow is told to the end.
+  std::vector<std::pair<json::value, desk::Event>> pending;
+  for (auto& [key, follow] : follows_) {
+    while (auto event = follow.subscription->try_next()) {
+      if (follow.desk.empty() || event->desk == follow.desk) pending.emplace_back(follow.id, std::move(*event));
+    }
+  }
+  for (const auto& [id, event] : pending) send(reply_event(id, desk::to_json(event)));
   for (const auto& id : follow_ids()) send(reply_error(id, code::kStopping, message));
   end_follows();
   finish_then_close();
