@@ -126,31 +126,27 @@ bool Daemon::start_slot(Slot& slot) {
   }
   slot.failure_journal.reset();
   slot.desk = std::move(assembled).value();
-  slot.desk_running = true;
-  asio::co_spawn(executor_, slot.desk->runtime->run(),
-                 asio::bind_cancellation_slot(slot.stop_desk.slot(), [this, &slot](std::exception_ptr escaped) {
-                   slot.desk_running = false;
-                   if (!escaped) return;
-                   try {
-                     std::rethrow_exception(escaped);
-                   } catch (const std::exception& error) {
-                     log_.error("desk " + slot.config.name + " ended: " + error.what());
-                   }
-                 }));
-  slot.scheduler_running = true;
-  asio::co_spawn(executor_, slot.desk->scheduler->run(),
-                 asio::bind_cancellation_slot(slot.stop_scheduler.slot(), [this, &slot](std::exception_ptr escaped) {
-                   slot.scheduler_running = false;
-                   if (!escaped) return;
-                   try {
-                     std::rethrow_exception(escaped);
-                   } catch (const std::exception& error) {
-                     log_.error("the schedules of desk " + slot.config.name + " ended: " + error.what());
-                   }
-                 }));
+  spawn_desk_part(slot.desk->runtime->run(), slot.stop_desk, slot.desk_running, "desk " + name);
+  spawn_desk_part(slot.desk->scheduler->run(), slot.stop_scheduler, slot.scheduler_running,
+                  "the schedules of desk " + name);
   log_.info("desk " + name + " started (" + slot.desk->model_description + ", " + slot.config.mode + ", " +
             std::to_string(slot.config.schedules.size()) + " schedules)");
   return true;
+}
+
+void Daemon::spawn_desk_part(asio::awaitable<void> part, asio::cancellation_signal& stop, bool& running,
+                             std::string what) {
+  running = true;
+  asio::co_spawn(executor_, std::move(part),
+                 asio::bind_cancellation_slot(stop.slot(), [this, &running, what = std::move(what)](std::exception_ptr escaped) {
+                   running = false;
+                   if (!escaped) return;
+                   try {
+                     std::rethrow_exception(escaped);
+                   } catch (const std::exception& error) {
+                     log_.error(what + " ended: " + error.what());
+                   }
+                 }));
 }
 
 asio::awaitable<void> Daemon::stop(std::chrono::milliseconds grace) {

@@ -6,6 +6,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 
 #include <functional>
 #include <map>
@@ -83,6 +84,10 @@ class Daemon final : public control::ControlService {
   boost::json::object desk_summary(const Slot& slot) const;
   /// Assembles and runs the slot's desk; false (the desk kept stopped, and why) when it cannot.
   bool start_slot(Slot& slot);
+  /// Runs one of a desk's coroutines (its runtime, its schedules) until it ends or `stop` is
+  /// emitted; `running` is true meanwhile, and an escaped exception is logged as `what` ended.
+  void spawn_desk_part(boost::asio::awaitable<void> part, boost::asio::cancellation_signal& stop, bool& running,
+                       std::string what);
   /// Stops these desks as stop() stops every desk, and waits until each has closed.
   boost::asio::awaitable<void> stop_slots(std::vector<Slot*> slots, std::chrono::milliseconds grace);
   struct ReloadPlan;

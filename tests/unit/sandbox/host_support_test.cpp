@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -124,37 +125,49 @@ TEST(HostSupport, FullSandboxNeedsEveryRequiredCheckOnly) {
   EXPECT_FALSE(full_sandbox_possible({optional_missing, required_missing}));
 }
 
+// What `work` returns, run in a forked child (whose credentials and namespaces it may
+// change for good), and whether the child exited 0.
+struct ChildReport {
+  std::string text;
+  bool exited_cleanly = false;
+};
+ChildReport report_from_child(const std::function<std::string()>& work) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return {"pipe failed", false};
+  const pid_t child = fork();
+  if (child < 0) return {"fork failed", false};
+  if (child == 0) {
+    close(pipe_fds[0]);
+    const std::string text = work();
+    (void)!write(pipe_fds[1], text.data(), text.size());
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  ChildReport report;
+  char buffer[4096];
+  for (ssize_t got; (got = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) report.text.append(buffer, static_cast<std::size_t>(got));
+  close(pipe_fds[0]);
+  int status = 0;
+  report.exited_cleanly = waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return report;
+}
+
 // deskd must work as an ordinary user. As root, a forked child drops to uid 65534 and runs
 // the checks itself, reporting through a pipe.
 TEST(HostSupport, AnUnprivilegedUserHasUserAndMountNamespaces) {
   if (geteuid() != 0) GTEST_SKIP() << "already unprivileged: the other tests cover this user";
-  int pipe_fds[2];
-  ASSERT_EQ(pipe(pipe_fds), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(pipe_fds[0]);
-    std::string report;
-    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) {
-      report = "could not drop to uid 65534";
-    } else {
-      // As a daemon exec'd by an ordinary user would be: dumpable, so /proc/self is its own.
-      prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-      for (const auto& check : check_host_support()) {
-        report += check.name + "=" + (check.available ? "yes" : "no: " + check.detail) + "\n";
-      }
+  const ChildReport child = report_from_child([] {
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) return std::string("could not drop to uid 65534");
+    // As a daemon exec'd by an ordinary user would be: dumpable, so /proc/self is its own.
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    std::string text;
+    for (const auto& check : check_host_support()) {
+      text += check.name + "=" + (check.available ? "yes" : "no: " + check.detail) + "\n";
     }
-    (void)!write(pipe_fds[1], report.data(), report.size());
-    _exit(0);
-  }
-  close(pipe_fds[1]);
-  std::string report;
-  char buffer[4096];
-  for (ssize_t got; (got = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) report.append(buffer, static_cast<std::size_t>(got));
-  close(pipe_fds[0]);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << report;
+    return text;
+  });
+  const std::string& report = child.text;
+  ASSERT_TRUE(child.exited_cleanly) << report;
   EXPECT_THAT(report, testing::HasSubstr("user namespaces=yes\n"));
   EXPECT_THAT(report, testing::HasSubstr("mount namespace=yes\n"));
   EXPECT_THAT(report, testing::HasSubstr("seccomp=yes\n"));
@@ -183,36 +196,21 @@ TEST(OwnUserNamespace, TheHostsMapsEveryIdToItselfAndANewOneDoesNot) {
   EXPECT_TRUE(here->host) << here->uid_map;
   EXPECT_EQ(here->uid_map, "0 0 4294967295");
 
-  int pipe_fds[2];
-  ASSERT_EQ(pipe(pipe_fds), 0);
   const uid_t uid = geteuid();
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(pipe_fds[0]);
-    std::string report = "unshare failed";
-    if (unshare(CLONE_NEWUSER) == 0) {
-      // Only the id the process had is mapped, as a rootless container maps its user; not
-      // to root inside, since a namespace whose root is the host's root counts as the host's.
-      FILE* map = std::fopen("/proc/self/uid_map", "w");
-      if (map != nullptr) {
-        std::fprintf(map, "1000 %u 1\n", uid);
-        std::fclose(map);
-      }
-      auto inside = own_user_namespace();
-      report = inside.ok() ? (inside->host ? "host " : "own ") + inside->uid_map : inside.error().what;
+  const ChildReport child = report_from_child([uid] {
+    if (unshare(CLONE_NEWUSER) != 0) return std::string("unshare failed");
+    // Only the id the process had is mapped, as a rootless container maps its user; not
+    // to root inside, since a namespace whose root is the host's root counts as the host's.
+    FILE* map = std::fopen("/proc/self/uid_map", "w");
+    if (map != nullptr) {
+      std::fprintf(map, "1000 %u 1\n", uid);
+      std::fclose(map);
     }
-    (void)!write(pipe_fds[1], report.data(), report.size());
-    _exit(0);
-  }
-  close(pipe_fds[1]);
-  std::string report;
-  char buffer[512];
-  for (ssize_t got; (got = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) report.append(buffer, static_cast<std::size_t>(got));
-  close(pipe_fds[0]);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_EQ(report, "own 1000 " + std::to_string(uid) + " 1");
+    auto inside = own_user_namespace();
+    return inside.ok() ? (inside->host ? "host " : "own ") + inside->uid_map : inside.error().what;
+  });
+  EXPECT_TRUE(child.exited_cleanly);
+  EXPECT_EQ(child.text, "own 1000 " + std::to_string(uid) + " 1");
 }
 
 }  // namespace
