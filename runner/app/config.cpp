@@ -237,6 +237,26 @@ void read_model(TableReader& reader, ModelConfig& model, LoadContext& context) {
     if (expect_existing(context, *ca_file, PathKind::file, "the CA file")) model.ca_file = ca_file->path;
   }
   if (auto tokens = reader.whole("max_tokens", 1, 10'000'000)) model.max_tokens = static_cast<std::uint32_t>(*tokens);
+  if (auto field = reader.choice("max_tokens_field", {"max_completion_tokens", "max_tokens"})) model.max_tokens_field = *field;
+  // thinking = false: none, for a desk whose [model] thinks but whose own model cannot.
+  const toml::node* thinking_node = reader.find("thinking");
+  if (thinking_node != nullptr && thinking_node->is_boolean()) {
+    if (thinking_node->value_or(true)) {
+      reader.problem(*thinking_node, "'thinking' must be a table such as { budget_tokens = 4096 }, or false");
+    } else {
+      model.thinking_budget_tokens.reset();
+    }
+  } else if (const auto* thinking = reader.table("thinking")) {
+    // thinking = { budget_tokens = N }: the Messages API refuses a budget under 1024.
+    TableReader thinking_reader(thinking, reader.title().substr(0, reader.title().size() - 1) + ".thinking]", context);
+    if (auto budget = thinking_reader.whole("budget_tokens", 1024, 10'000'000)) {
+      model.thinking_budget_tokens = static_cast<std::uint32_t>(*budget);
+    } else if (thinking_reader.find("budget_tokens") == nullptr) {
+      thinking_reader.problem(*reader.find("thinking"), "'thinking' needs a 'budget_tokens' (at least 1024, below max_tokens)");
+    }
+    thinking_reader.report_unknown_keys();
+  }
+  if (auto go_on = reader.boolean("continue_after_max_tokens")) model.continue_after_max_tokens = *go_on;
   if (auto temperature = reader.number("temperature", {0, false, 2})) model.temperature = *temperature;
   if (auto seconds = reader.number("connect_timeout_seconds", {0, true, 3600})) {
     model.connect_timeout = milliseconds_from_seconds(*seconds);

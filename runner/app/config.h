@@ -88,6 +88,14 @@ struct ModelConfig {
   std::string api_key_variable;                 ///< an environment variable of deskd's
   std::optional<std::filesystem::path> ca_file;
   std::uint32_t max_tokens = 8192;
+  /// openai: "max_completion_tokens" (OpenAI's name, which GPT-5 and the o-series need) or
+  /// "max_tokens" (for OpenAI-compatible local servers that read only that).
+  std::string max_tokens_field = "max_completion_tokens";
+  /// anthropic: `thinking = { budget_tokens = N }`, extended thinking's budget (at least
+  /// 1024, below max_tokens); none: no extended thinking.
+  std::optional<std::uint32_t> thinking_budget_tokens;
+  /// A reply cut at max_tokens is followed, once per turn, by a request to go on.
+  bool continue_after_max_tokens = false;
   std::optional<double> temperature;
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(10);
   std::chrono::milliseconds idle_timeout = std::chrono::seconds(120);  ///< a silent stream ends the turn

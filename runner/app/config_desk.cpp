@@ -224,6 +224,23 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const Sandbo
 
 // What can only be judged once [desk.model] has been laid over [model].
 void check_model(const ModelConfig& model, const ConfigPosition& position, ProblemList& problems) {
+  if (model.thinking_budget_tokens) {
+    // The Messages API's rules for extended thinking (docs: "Building with extended
+    // thinking"): the budget is part of max_tokens and must leave room for the answer;
+    // temperature cannot be changed while thinking.
+    if (model.provider != "anthropic") {
+      problems.add(position, "'thinking' is extended thinking of provider 'anthropic'; provider " +
+                                 in_quotes(model.provider) + " has none (thinking = false turns it off)");
+    } else if (*model.thinking_budget_tokens >= model.max_tokens) {
+      problems.add(position, "'thinking' budget_tokens (" + std::to_string(*model.thinking_budget_tokens) +
+                                 ") must be below max_tokens (" + std::to_string(model.max_tokens) +
+                                 "): the thinking is part of the reply's tokens");
+    }
+    if (model.temperature) {
+      problems.add(position, "'temperature' cannot be set together with 'thinking': the API refuses to change the "
+                             "temperature of extended thinking");
+    }
+  }
   if (model.provider == "script") return;
   if (model.model.empty()) {
     problems.add(position, "provider " + in_quotes(model.provider) + " needs a 'model'");

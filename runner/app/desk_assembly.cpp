@@ -113,7 +113,8 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   desk->journal.emplace(std::move(journal).value());
 
   desk->session_keeper = std::make_unique<desk::SessionKeeper>(state / "sessions", clock);
-  desk->usage_tracker = std::make_unique<desk::UsageTracker>(clock, state / "usage.json", price_table(desk_config.model));
+  desk->usage_tracker = std::make_unique<desk::UsageTracker>(clock, state / "usage.json", price_table(desk_config.model),
+                                                         desk_config.model.model);
   (void)desk->usage_tracker->load();  // a damaged file starts the day empty; record() replaces it
   desk->market_status = std::make_unique<desk::MarketStatus>();
   if (desk_config.market_holidays) {
@@ -136,6 +137,8 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   runner_settings.system_prompt = system_prompt(desk_config);
   runner_settings.context_window_tokens = desk_config.model.context_window;
   runner_settings.compaction_share = desk_config.model.compaction_share;
+  runner_settings.max_tokens = desk_config.model.max_tokens;
+  runner_settings.continue_after_max_tokens = desk_config.model.continue_after_max_tokens;
   auto runner = std::make_shared<model::ModelTurnRunner>(*provider, registry, runner_settings,
                                                          desk->session_keeper.get(), desk->usage_tracker.get());
 

@@ -62,8 +62,13 @@ void print(const desk::Event& event) {
   } else if (event.kind == desk::event_kind::kToolFinished) {
     const bool failed = event.data.at("is_error").as_bool();
     std::printf("%s%s\n", failed ? "  refused or failed:\n" : "", first_lines(text_of("text"), 8).c_str());
+  } else if (event.kind == desk::event_kind::kTurnFinished && event.data.contains("cut")) {
+    std::printf("[%s] turn finished, but its reply was cut (%s): %s\n", time.c_str(), text_of("cut").c_str(),
+                text_of("reply").c_str());
   } else if (event.kind == desk::event_kind::kTurnFinished) {
     std::printf("[%s] turn finished: %s\n", time.c_str(), text_of("reply").c_str());
+  } else if (event.kind == desk::event_kind::kModelReplyCut) {
+    std::printf("[%s] %s: %s\n", time.c_str(), event.kind.c_str(), json::serialize(event.data).c_str());
   } else if (event.kind == desk::event_kind::kTurnFailed || event.kind == desk::event_kind::kTurnStopped) {
     std::printf("[%s] %s: %s\n", time.c_str(), event.kind.c_str(), json::serialize(event.data).c_str());
   } else if (event.kind == desk::event_kind::kTurnStarted || event.kind == desk::event_kind::kDeskStarted) {

@@ -24,7 +24,8 @@ const char* const kDeskctlUsage =
     "  status [DESK]              a desk's status (every desk's without DESK)\n"
     "  send DESK TEXT...          give a desk a message or a /command; prints the trigger id\n"
     "  ask DESK TEXT...           send, then show the turn (model text, tool calls, results)\n"
-    "                             until it ends; exit status 0 when it finished, 1 otherwise\n"
+    "                             until it ends; exit status 0 when it finished, 4 when it\n"
+    "                             finished but its reply was cut by a limit, 1 otherwise\n"
     "  events [DESK] [--follow] [--from EVENT_ID]\n"
     "                             the events deskd keeps (with --follow: new ones as they\n"
     "                             happen; --from: only those after EVENT_ID)\n"
@@ -44,11 +45,11 @@ const char* const kDeskctlUsage =
     "  -h, --help      show this help\n"
     "\n"
     "Exit statuses: 0 ok, 1 refused by deskd (or the turn failed), 2 bad usage,\n"
-    "3 cannot reach deskd.\n";
+    "3 cannot reach deskd, 4 the turn finished with its reply cut (max_tokens, context).\n";
 
 namespace {
 
-constexpr int kOk = 0, kRefused = 1, kUsage = 2, kUnreachable = 3;
+constexpr int kOk = 0, kRefused = 1, kUsage = 2, kUnreachable = 3, kReplyCut = 4;
 
 struct Options {
   std::filesystem::path socket;
@@ -280,7 +281,10 @@ int ask(ControlClient& client, const Options& options) {
       return kRefused;
     }
     if (!ends) return std::nullopt;
-    return (kind == "TURN_FAILED" || kind == "TURN_STOPPED") ? kRefused : kOk;
+    if (kind == "TURN_FAILED" || kind == "TURN_STOPPED") return kRefused;
+    // A reply cut by max_tokens or the context window is an answer, but not a whole one.
+    const bool cut = kind == "TURN_FINISHED" && data_value->as_object().contains("cut");
+    return cut ? kReplyCut : kOk;
   };
   for (const auto& event : pending) {
     if (auto done = handle(event)) return *done;

@@ -68,7 +68,21 @@ std::string event_text(const json::object& event, bool everything) {
     return (is_error ? std::string("  refused or failed:\n") : std::string()) + indented(string_of(data, "text"), 12);
   }
   if (kind == "TURN_STARTED") return prefix + "turn started\n";
+  if (kind == "TURN_FINISHED" && data.contains("cut")) {
+    return prefix + "turn finished, but its reply was cut (" + string_of(data, "cut") + "): " + string_of(data, "reply") + "\n";
+  }
   if (kind == "TURN_FINISHED") return prefix + "turn finished: " + string_of(data, "reply") + "\n";
+  if (kind == "MODEL_REPLY_CUT") {
+    const json::value* continuing = data.if_contains("continuing");
+    const bool goes_on = continuing != nullptr && continuing->is_bool() && continuing->as_bool();
+    const std::string reason = string_of(data, "reason");
+    const std::string limit = reason == "max_tokens" ? "its max_tokens limit (" + string_of(data, "max_tokens") + ")"
+                                                     : "the model's context window (" + reason + ")";
+    const std::string advice = goes_on                    ? "; the model is asked to go on\n"
+                               : reason == "max_tokens" ? "; raise max_tokens or ask for less\n"
+                                                        : "; /rollover starts a fresh session\n";
+    return prefix + "the model's reply was cut at " + limit + advice;
+  }
   if (kind == "TURN_FAILED") return prefix + "turn failed: " + string_of(data, "error") + "\n";
   if (kind == "TURN_STOPPED") return prefix + "turn stopped (" + string_of(data, "reason") + ")\n";
   if (kind == "COMMAND_ANSWERED") return prefix + string_of(data, "command") + ":\n" + indented(string_of(data, "reply"), 1000);

@@ -233,7 +233,10 @@ awaitable<void> DeskCore::run_turn(const Trigger& trigger, std::string message) 
   co_await asio::this_coro::throw_if_cancelled(true);
 
   if (!completion->error) {
-    publish(event_kind::kTurnFinished, {{"trigger", trigger.id}, {"reply", completion->outcome.reply}});
+    json::object finished{{"trigger", trigger.id}, {"reply", completion->outcome.reply}};
+    // Still the turn's end (a restart must not run it again), but not a whole answer.
+    if (!completion->outcome.cut_reason.empty()) finished["cut"] = completion->outcome.cut_reason;
+    publish(event_kind::kTurnFinished, std::move(finished));
   } else if (stalled) {
     publish(event_kind::kTurnFailed,
             {{"trigger", trigger.id}, {"stalled", true},

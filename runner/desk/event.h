@@ -45,9 +45,14 @@ inline constexpr const char* kTurnStarted = "TURN_STARTED";
 inline constexpr const char* kModelText = "MODEL_TEXT";
 inline constexpr const char* kToolCalled = "TOOL_CALLED";
 inline constexpr const char* kToolFinished = "TOOL_FINISHED";
+// A model reply cut by a limit before the model finished it (data: reason — "max_tokens" or
+// "model_context_window_exceeded" —, max_tokens, continuing: whether the turn asks the
+// model to go on).
+inline constexpr const char* kModelReplyCut = "MODEL_REPLY_CUT";
 inline constexpr const char* kSteeringQueued = "STEERING_QUEUED";
 inline constexpr const char* kSteeringDelivered = "STEERING_DELIVERED";
 inline constexpr const char* kCommandAnswered = "COMMAND_ANSWERED";
+// data: trigger, reply; and cut (the reason) when the last reply was cut by a limit.
 inline constexpr const char* kTurnFinished = "TURN_FINISHED";
 inline constexpr const char* kTurnFailed = "TURN_FAILED";
 inline constexpr const char* kTurnStopped = "TURN_STOPPED";

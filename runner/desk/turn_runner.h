@@ -29,6 +29,9 @@ class TurnContext {
 /// What a finished turn said.
 struct TurnOutcome {
   std::string reply;
+  /// Why the turn's last reply was cut before the model finished it ("max_tokens",
+  /// "model_context_window_exceeded"); "" when it was whole.
+  std::string cut_reason;
 };
 
 class TurnRunner {

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "base/unique_fd.h"
+#include "runner/desk/model_prices.h"
 
 namespace deskd::desk {
 namespace {
@@ -17,6 +18,9 @@ constexpr std::int64_t kFormatVersion = 1;
 constexpr std::size_t kMaximumFileBytes = 1 << 20;
 constexpr const char* kCounterNames[] = {"requests", "input_tokens", "output_tokens",
                                          "cache_read_tokens", "cache_write_tokens"};
+// Added later: a file without it (written before) means none; an older deskd reading a
+// file with it passes over it. So the format stays version 1.
+constexpr const char* kUnreportedRequests = "unreported_requests";
 
 Result<std::string> read_file(const std::filesystem::path& file) {
   UniqueFd fd(retry_on_eintr([&] { return ::open(file.c_str(), O_RDONLY | O_CLOEXEC); }));
@@ -97,6 +101,7 @@ std::string to_json(IndiaDate date, const std::map<std::string, ModelUsage, std:
     for (const char* counter_name : kCounterNames) {
       counters[counter_name] = *counter(usage, counter_name);
     }
+    counters[kUnreportedRequests] = usage.unreported_requests;
     by_model[name] = std::move(counters);
   }
   day["models"] = std::move(by_model);
@@ -153,6 +158,14 @@ Result<SavedDay> from_json(std::string_view text, const std::filesystem::path& f
       }
       *counter(usage, counter_name) = *count;
     }
+    if (const auto* field = counters->if_contains(kUnreportedRequests)) {
+      const auto count = as_counter(*field);
+      if (!count || *count > usage.requests) {
+        return corrupt("\"" + std::string(name) + "\" has an \"" + kUnreportedRequests +
+                       "\" that is not a whole number from 0 to its requests");
+      }
+      usage.unreported_requests = *count;
+    }
     saved.models.emplace(std::string(name), usage);
   }
   return saved;
@@ -175,15 +188,29 @@ std::string dollars(double amount) {
 
 std::string describe_model(std::string_view name, const ModelUsage& usage) {
   std::string line = "  " + std::string(name) + ": " + grouped(usage.requests) +
-                     (usage.requests == 1 ? " request" : " requests") + "; tokens " +
-                     grouped(usage.tokens.input_tokens) + " in, " +
-                     grouped(usage.tokens.output_tokens) + " out";
-  if (usage.tokens.cache_read_tokens != 0)
-    line += ", " + grouped(usage.tokens.cache_read_tokens) + " cache read";
-  if (usage.tokens.cache_write_tokens != 0)
-    line += ", " + grouped(usage.tokens.cache_write_tokens) + " cache write";
-  line += usage.cost_usd ? "; about " + dollars(*usage.cost_usd)
-                         : "; cost unknown (no price for this model)";
+                     (usage.requests == 1 ? " request" : " requests") + "; ";
+  const bool none_reported = usage.unreported_requests == usage.requests;
+  if (none_reported) {
+    line += "tokens unknown (the server reported no token counts)";
+  } else {
+    line += "tokens " + grouped(usage.tokens.input_tokens) + " in, " + grouped(usage.tokens.output_tokens) + " out";
+    if (usage.tokens.cache_read_tokens != 0)
+      line += ", " + grouped(usage.tokens.cache_read_tokens) + " cache read";
+    if (usage.tokens.cache_write_tokens != 0)
+      line += ", " + grouped(usage.tokens.cache_write_tokens) + " cache write";
+    if (usage.unreported_requests != 0) {
+      line += " (and unknown for " + grouped(usage.unreported_requests) +
+              (usage.unreported_requests == 1 ? " request" : " requests") + " whose server reported no token counts)";
+    }
+  }
+  if (!usage.cost_usd) {
+    line += "; cost unknown (no price for this model)";
+  } else if (none_reported) {
+    line += "; cost unknown (no token counts)";
+  } else {
+    line += "; about " + dollars(*usage.cost_usd) + (usage.unreported_requests != 0 ? " or more" : "");
+    if (!usage.priced_as.empty()) line += " (priced as " + usage.priced_as + ")";
+  }
   return line;
 }
 
@@ -199,10 +226,11 @@ double cost_of(const Usage& tokens, const ModelPrice& price) {
          part(tokens.cache_write_tokens, price.cache_write_per_million);
 }
 
-UsageTracker::UsageTracker(const Clock& clock, std::filesystem::path file, PriceTable prices)
+UsageTracker::UsageTracker(const Clock& clock, std::filesystem::path file, PriceTable prices, std::string configured_model)
     : clock_(clock),
       file_(std::move(file)),
       prices_(std::move(prices)),
+      configured_model_(std::move(configured_model)),
       date_(india_date(clock.now())) {}
 
 void UsageTracker::roll_over_if_new_day(IndiaDate now) const {
@@ -224,17 +252,21 @@ Result<void> UsageTracker::load() {
   return success();
 }
 
-Result<void> UsageTracker::record(std::string_view model, const Usage& usage) {
+Result<void> UsageTracker::record(std::string_view model, const std::optional<Usage>& usage) {
   std::lock_guard lock(mutex_);
   roll_over_if_new_day(india_date(clock_.now()));
   auto found = models_.find(model);
   if (found == models_.end()) found = models_.emplace(std::string(model), ModelUsage{}).first;
   ModelUsage& total = found->second;
   total.requests += 1;
-  total.tokens.input_tokens += usage.input_tokens;
-  total.tokens.output_tokens += usage.output_tokens;
-  total.tokens.cache_read_tokens += usage.cache_read_tokens;
-  total.tokens.cache_write_tokens += usage.cache_write_tokens;
+  if (!usage) {
+    total.unreported_requests += 1;
+    return save();
+  }
+  total.tokens.input_tokens += usage->input_tokens;
+  total.tokens.output_tokens += usage->output_tokens;
+  total.tokens.cache_read_tokens += usage->cache_read_tokens;
+  total.tokens.cache_write_tokens += usage->cache_write_tokens;
   return save();
 }
 
@@ -245,8 +277,10 @@ DailyUsage UsageTracker::today() const {
   roll_over_if_new_day(india_date(clock_.now()));
   DailyUsage day{date_, models_};
   for (auto& [name, usage] : day.models) {
-    const auto price = prices_.find(name);
-    if (price != prices_.end()) usage.cost_usd = cost_of(usage.tokens, price->second);
+    if (const auto found = find_price(prices_, name, configured_model_)) {
+      usage.cost_usd = cost_of(usage.tokens, found->price);
+      if (found->priced_as != name) usage.priced_as = found->priced_as;
+    }
   }
   return day;
 }
@@ -261,11 +295,13 @@ std::string UsageTracker::describe() const {
   double known_cost = 0;
   std::string unpriced;
   std::size_t unpriced_count = 0;
+  bool partly_unreported = false;  // a known cost that leaves out requests of unknown tokens
   for (const auto& [name, usage] : day.models) {
     text += "\n" + describe_model(name, usage);
     requests += usage.requests;
-    if (usage.cost_usd) {
+    if (usage.cost_usd && usage.unreported_requests < usage.requests) {
       known_cost += *usage.cost_usd;
+      partly_unreported = partly_unreported || usage.unreported_requests != 0;
     } else {
       unpriced += (unpriced.empty() ? "" : ", ") + name;
       ++unpriced_count;
@@ -274,7 +310,7 @@ std::string UsageTracker::describe() const {
   if (day.models.size() > 1) {
     text += "\n  Total: " + grouped(requests) + " requests; ";
     if (unpriced.empty()) {
-      text += "about " + dollars(known_cost);
+      text += "about " + dollars(known_cost) + (partly_unreported ? " or more" : "");
     } else if (unpriced_count == day.models.size()) {
       text += "cost unknown";
     } else {

@@ -35,14 +35,17 @@ struct ModelPrice {
   double cache_write_per_million = 0;
 };
 
-/// Prices by model name, exactly as the provider reports the model.
+/// Prices by model name: as the provider reports the model, or undated (model_prices.h).
 using PriceTable = std::map<std::string, ModelPrice, std::less<>>;
 
 /// One model's usage today.
 struct ModelUsage {
   Usage tokens;
   std::uint64_t requests = 0;
+  /// Requests whose server sent no token counts: counted, their tokens unknown.
+  std::uint64_t unreported_requests = 0;
   std::optional<double> cost_usd;  ///< nullopt when the price table does not know the model.
+  std::string priced_as;           ///< the price table's name for it, when not its own
 };
 
 /// Every model's usage on one India day.
@@ -54,8 +57,9 @@ struct DailyUsage {
 class UsageTracker {
  public:
   /// A tracker that keeps its day in `file` (its folder must exist) and prices calls with
-  /// `prices`. Starts empty; call load() to pick up a day saved before a restart.
-  UsageTracker(const Clock& clock, std::filesystem::path file, PriceTable prices);
+  /// `prices` (found as find_price does, `configured_model` being the model the desk's
+  /// config names). Starts empty; call load() to pick up a day saved before a restart.
+  UsageTracker(const Clock& clock, std::filesystem::path file, PriceTable prices, std::string configured_model = {});
 
   /// Reads the saved file. A missing file, or one from another India day, leaves today
   /// empty; an unreadable or corrupt file is an error, today stays empty, and the next
@@ -63,8 +67,10 @@ class UsageTracker {
   Result<void> load();
 
   /// Adds one request's `usage` for `model` to today (first starting a new day if the
-  /// India date has changed), then saves. The count is kept even when saving fails.
-  Result<void> record(std::string_view model, const Usage& usage);
+  /// India date has changed), then saves. nullopt: the server reported no token counts;
+  /// the request counts, its tokens are unknown (not zero). The count is kept even when
+  /// saving fails.
+  Result<void> record(std::string_view model, const std::optional<Usage>& usage);
 
   /// Today's usage with costs; empty once the India day has changed.
   DailyUsage today() const;
@@ -83,6 +89,7 @@ class UsageTracker {
   const Clock& clock_;
   const std::filesystem::path file_;
   const PriceTable prices_;
+  const std::string configured_model_;
   mutable std::mutex mutex_;
   // Mutable because reading "today" after midnight must drop yesterday.
   mutable IndiaDate date_;

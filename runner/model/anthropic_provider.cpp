@@ -19,9 +19,14 @@ constexpr std::string_view kApiVersion = "2023-06-01";
 
 json::object ephemeral_cache() { return {{"type", "ephemeral"}}; }
 
+bool is_thinking_block(std::string_view type) { return type == "thinking" || type == "redacted_thinking"; }
+
 // Without tools in the request, the API refuses a history holding tool_use or tool_result
 // blocks ("Requests which include tool_use or tool_result blocks must define tools"); side
 // questions and summaries still need to know what the tools did, so it becomes text.
+// They are asked without extended thinking, so thinking blocks are left out (as the SDK's
+// strip_thinking_blocks does: a replayed signature may no longer be accepted), and so are
+// server tool blocks, which need their tools declared too.
 json::array with_tool_blocks_as_text(const json::array& messages) {
   std::map<std::string, std::string, std::less<>> tool_names;  // tool_use id -> tool
   json::array converted;
@@ -52,7 +57,7 @@ json::array with_tool_blocks_as_text(const json::array& messages) {
             {"type", "text"},
             {"text", "[" + (name != tool_names.end() ? name->second : std::string("The tool")) + (failed ? " failed" : " answered") +
                          ": " + (result != nullptr ? json_fields::text_of(*result) : "") + "]"}});
-      } else {
+      } else if (type == "text" || fields == nullptr || type.empty()) {
         blocks.push_back(block);
       }
     }
@@ -61,6 +66,22 @@ json::array with_tool_blocks_as_text(const json::array& messages) {
     converted.push_back(std::move(copy));
   }
   return converted;
+}
+
+// A request without extended thinking sends no thinking blocks (a session kept from when
+// thinking was on): the model would not read them, and a signature may not be accepted.
+void drop_thinking_blocks(json::array& messages) {
+  for (json::value& message : messages) {
+    json::object* object = message.if_object();
+    json::value* content = object != nullptr ? object->if_contains("content") : nullptr;
+    if (content == nullptr || !content->is_array()) continue;
+    json::array& blocks = content->as_array();
+    for (auto it = blocks.begin(); it != blocks.end();) {
+      const json::object* block = it->if_object();
+      const bool thinking = block != nullptr && is_thinking_block(json_fields::string_at(*block, "type").value_or(""));
+      it = thinking ? blocks.erase(it) : it + 1;
+    }
+  }
 }
 
 // The API refuses empty text blocks, and an empty message anywhere but at the end; a
@@ -88,7 +109,11 @@ void mark_cache_breakpoint(json::array& messages) {
   json::object* last = messages.back().if_object();
   json::value* content = last != nullptr ? last->if_contains("content") : nullptr;
   if (content == nullptr || !content->is_array() || content->as_array().empty()) return;
-  if (json::object* block = content->as_array().back().if_object()) (*block)["cache_control"] = ephemeral_cache();
+  json::object* block = content->as_array().back().if_object();
+  // Thinking blocks cannot carry cache_control (the API refuses it); they are cached as
+  // part of what follows them anyway.
+  if (block == nullptr || is_thinking_block(json_fields::string_at(*block, "type").value_or(""))) return;
+  (*block)["cache_control"] = ephemeral_cache();
 }
 
 }  // namespace
@@ -101,7 +126,11 @@ json::object anthropic_request_body(const ModelRequest& request, const ProviderS
   if (!request.system.empty()) {
     body["system"] = json::array{json::object{{"type", "text"}, {"text", request.system}, {"cache_control", ephemeral_cache()}}};
   }
+  // A turn's history goes as it is, thinking blocks and their signatures unchanged and in
+  // their place before the tool_use they led to, as extended thinking requires.
+  const bool thinking = settings.thinking_budget_tokens && request.purpose == Purpose::turn;
   json::array messages = send_tools ? request.messages : with_tool_blocks_as_text(request.messages);
+  if (!thinking) drop_thinking_blocks(messages);
   drop_empty_content(messages);
   mark_cache_breakpoint(messages);
   body["messages"] = std::move(messages);
@@ -114,6 +143,12 @@ json::object anthropic_request_body(const ModelRequest& request, const ProviderS
     body["tools"] = std::move(tools);
   }
   body["stream"] = true;
+  // {"type": "enabled", "budget_tokens": N}: ThinkingConfigEnabledParam in
+  // anthropic-sdk-python (src/anthropic/types/thinking_config_enabled_param.py). Only for
+  // the turn itself: side questions and summaries need no deliberation.
+  if (thinking) {
+    body["thinking"] = json::object{{"type", "enabled"}, {"budget_tokens", *settings.thinking_budget_tokens}};
+  }
   if (settings.temperature) body["temperature"] = *settings.temperature;
   return body;
 }

@@ -21,8 +21,10 @@
 namespace deskd::model {
 
 /// The request body for `request`: {model, max_tokens, system, messages, tools, stream,
-/// temperature?}. Tools are sent only for Purpose::turn; without tools, the API refuses
-/// tool_use and tool_result blocks, so they are sent as text instead.
+/// thinking?, temperature?}. Tools and thinking are sent only for Purpose::turn; without
+/// tools, the API refuses tool_use and tool_result blocks, so they are sent as text
+/// instead, and thinking and server tool blocks are left out. A turn's thinking blocks
+/// are sent back unchanged.
 boost::json::object anthropic_request_body(const ModelRequest& request, const ProviderSettings& settings);
 
 class AnthropicProvider final : public ModelProvider {

@@ -32,23 +32,38 @@ class AnthropicStreamAssembler final : public StreamAssembler {
   explicit AnthropicStreamAssembler(std::uint32_t max_tokens) : max_tokens_(max_tokens) {}
 
   /// Throws ProviderError for an error event (retryable when overloaded), an event that
-  /// is not JSON, a content block or delta of a type deskd does not know, or a delta for
-  /// a block that never started. Unknown event types are skipped, as the API asks.
+  /// is not JSON, a delta for a block that never started, and a reply past 32 MiB.
+  /// Unknown event types are skipped, as the API asks. Blocks: text and tool_use become
+  /// the reply; thinking (thinking_delta, signature_delta) and redacted_thinking are kept
+  /// to be passed back; server_tool_use and other blocks of types deskd does not know are
+  /// kept as the API sent them, or left out when a delta deskd cannot apply comes for them
+  /// (the turn goes on either way). Unknown deltas of known blocks are passed over, as
+  /// Anthropic's SDKs do.
   void take(const ServerSentEvent& event) override;
   bool finished() const override { return stopped_; }
   /// Throws ProviderError when message_stop never came (retryable: the stream was cut),
-  /// for a refusal, for a tool call cut at max_tokens, and for tool input that is not a
-  /// JSON object.
+  /// for a refusal (quoting the model's words or the API's explanation), for a tool call
+  /// cut at max_tokens or by the context window, and for tool input that is not a JSON
+  /// object. ModelResponse::content holds every block in order when there are blocks
+  /// beyond text and tool_use to pass back.
   ModelResponse finish() override;
 
  private:
   struct Block {
-    enum class Kind { text, tool_use } kind = Kind::text;
-    std::string text;          // text blocks
-    std::string id;            // tool_use blocks, from here on
+    enum class Kind {
+      text,
+      tool_use,
+      thinking,      // thinking text and its signature
+      server_input,  // server_tool_use and other unknown blocks with an input streamed as JSON
+      kept,          // redacted_thinking, server tool results, unknown blocks: as sent
+      skipped,       // an unknown block that got a delta deskd cannot apply
+    } kind = Kind::text;
+    std::string text;          // text, and thinking's "thinking"
+    std::string signature;     // thinking
+    std::string id;            // tool_use
     std::string name;
     std::string partial_json;  // the input_json_delta pieces, joined
-    boost::json::object start_input;
+    boost::json::object start;  // the content_block as it started
     bool stopped = false;
   };
 
@@ -59,8 +74,16 @@ class AnthropicStreamAssembler final : public StreamAssembler {
   void update_message(const boost::json::object& data);
   Block& block_at(const boost::json::object& data, std::string_view event);
   void take_usage(const boost::json::object& usage);
+  /// The block's input: the streamed JSON, or the input it started with when none came.
+  std::optional<boost::json::object> input_of(const Block& block, std::string& problem) const;
+  /// The reply's blocks in order, for ModelResponse::content.
+  boost::json::array content_blocks(const ModelResponse& response) const;
+  [[noreturn]] void tool_call_unusable(const Block& block, const std::string& problem) const;
 
   std::uint32_t max_tokens_;
+  std::size_t reply_bytes_ = 0;    // what the deltas added, bounded
+  std::string refusal_explanation_;  // message_delta's stop_details, for a refusal without words
+  bool usage_seen_ = false;
   std::map<std::uint64_t, Block> blocks_;  // by the API's index: the reply's order
   ModelResponse response_;
   bool stopped_ = false;

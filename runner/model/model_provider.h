@@ -3,8 +3,13 @@
 // transcript keeps:
 //   {"role": "user"|"assistant", "content": [blocks]} with blocks
 //   {"type": "text", "text"}, {"type": "tool_use", "id", "name", "input"},
-//   {"type": "tool_result", "tool_use_id", "content", "is_error"}.
-// Each provider (anthropic, openai, script) translates them to its own wire format.
+//   {"type": "tool_result", "tool_use_id", "content", "is_error"};
+// and, from the anthropic provider only, blocks kept exactly as its API sent them, to be
+// sent back unchanged: {"type": "thinking", "thinking", "signature"},
+// {"type": "redacted_thinking", "data"}, {"type": "server_tool_use", ...},
+// {"type": "web_search_tool_result", ...} and other server tool results.
+// Each provider (anthropic, openai, script) translates them to its own wire format; the
+// openai and script providers pass over the blocks they do not know.
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/array.hpp>
@@ -12,6 +17,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runner/desk/usage_tracker.h"
@@ -51,13 +57,28 @@ struct ToolCall {
 struct ModelResponse {
   std::string text;
   std::vector<ToolCall> tool_calls;
+  /// The reply's blocks in the API's order, as the transcript keeps them (thinking first,
+  /// then text and tool_use), when the provider has blocks beyond text and tool calls to
+  /// pass back; empty: the transcript is built from `text` and `tool_calls`.
+  boost::json::array content;
   desk::Usage usage;
+  /// False when the server sent no token counts (an OpenAI-compatible server that ignores
+  /// stream_options): `usage` is then zero, and the request is filed as of unknown usage.
+  bool usage_reported = true;
   std::string model;  ///< the model that answered, for usage and cost
   /// Why the model stopped, in the Messages API's words: "end_turn", "tool_use",
-  /// "max_tokens", "pause_turn" (a long turn paused: ask again with this reply in the
-  /// transcript to let it go on), "refusal"; "" when the provider does not say.
+  /// "max_tokens" and "model_context_window_exceeded" (the reply was cut: see
+  /// is_cut_reply), "pause_turn" (a long turn paused: ask again with this reply in the
+  /// transcript to let it go on); "" when the provider does not say. A refusal is not a
+  /// reply: the provider throws, quoting the model's words.
   std::string stop_reason;
 };
+
+/// Whether `stop_reason` says the reply was cut by a limit rather than finished: the
+/// request's max_tokens, or the model's context window.
+inline bool is_cut_reply(std::string_view stop_reason) {
+  return stop_reason == "max_tokens" || stop_reason == "model_context_window_exceeded";
+}
 
 class ModelProvider {
  public:

@@ -76,6 +76,23 @@ void answer_open_tool_calls(json::array& transcript, json::array results, const 
   if (any) transcript.push_back(json::object{{"role", "user"}, {"content", std::move(results)}});
 }
 
+// The assistant's message for the transcript: the provider's blocks in their order when it
+// gave them (thinking before tool_use, passed back unchanged), else text and tool calls.
+json::array assistant_content(const ModelResponse& response) {
+  if (!response.content.empty()) return response.content;
+  json::array content;
+  if (!response.text.empty()) content.push_back(json::object{{"type", "text"}, {"text", response.text}});
+  for (const ToolCall& call : response.tool_calls) {
+    content.push_back(json::object{{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", call.input}});
+  }
+  return content;
+}
+
+std::string cut_limit_words(const std::string& reason, std::uint32_t max_tokens) {
+  if (reason == "max_tokens") return "its max_tokens limit (" + std::to_string(max_tokens) + " tokens)";
+  return "the model's context window";
+}
+
 std::string cut(std::string text, std::size_t maximum) {
   if (text.size() <= maximum) return text;
   std::size_t end = maximum;
@@ -110,7 +127,10 @@ ModelRequest ModelTurnRunner::request(Purpose purpose, json::array messages) con
 
 awaitable<ModelResponse> ModelTurnRunner::ask(ModelRequest built) {
   ModelResponse response = co_await provider_->complete(std::move(built));
-  if (usage_ != nullptr) (void)usage_->record(response.model, response.usage);
+  if (usage_ != nullptr) {
+    // A server that sent no token counts leaves the request's usage unknown, not zero.
+    (void)usage_->record(response.model, response.usage_reported ? std::optional<desk::Usage>(response.usage) : std::nullopt);
+  }
   co_return response;
 }
 
@@ -138,8 +158,12 @@ awaitable<ModelResponse> ModelTurnRunner::ask_for_turn(desk::TurnContext& contex
 }
 
 awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk::TurnContext& context) {
+  if (!cut_note_.empty()) add_user_text(transcript_, std::exchange(cut_note_, std::string()));
   add_user_text(transcript_, message);
   std::string reply;
+  std::string cut_reason;       // why the last reply was cut, if it was
+  std::string before_the_cut;   // the cut reply that a continuation goes on from
+  bool continued = false;
   // This round's results so far: a turn that ends mid-round still answers every tool call.
   json::array results;
   std::exception_ptr failure;
@@ -151,17 +175,26 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
       }
       ModelResponse response = co_await ask_for_turn(context);
       context.progress();
-      json::array content;
       if (!response.text.empty()) {
-        content.push_back(json::object{{"type", "text"}, {"text", response.text}});
         context.publish(desk::event_kind::kModelText, {{"text", response.text}});
-        reply = response.text;
+        reply = std::exchange(before_the_cut, std::string()) + response.text;
       }
-      for (const ToolCall& call : response.tool_calls) {
-        content.push_back(json::object{{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", call.input}});
-      }
-      transcript_.push_back(json::object{{"role", "assistant"}, {"content", std::move(content)}});
+      transcript_.push_back(json::object{{"role", "assistant"}, {"content", assistant_content(response)}});
       co_await compact_if_needed(response, context);
+      cut_reason = is_cut_reply(response.stop_reason) ? response.stop_reason : std::string();
+      if (!cut_reason.empty()) {
+        const bool go_on = response.tool_calls.empty() && cut_reason == "max_tokens" &&
+                           settings_.continue_after_max_tokens && !continued;
+        context.publish(desk::event_kind::kModelReplyCut,
+                        {{"reason", cut_reason}, {"max_tokens", settings_.max_tokens}, {"continuing", go_on}});
+        if (go_on) {
+          continued = true;
+          before_the_cut = reply;
+          add_user_text(transcript_, "[deskd: your reply was cut at " + cut_limit_words(cut_reason, settings_.max_tokens) +
+                                         ". Continue exactly where it stopped, without repeating what you wrote.]");
+          continue;
+        }
+      }
       // A paused long turn (the Messages API's pause_turn) goes on when asked again with its
       // reply in the transcript.
       if (response.tool_calls.empty() && response.stop_reason == "pause_turn") continue;
@@ -198,8 +231,13 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
     if (keeper_ != nullptr) (void)keeper_->save_transcript(transcript_);
     std::rethrow_exception(failure);
   }
+  if (!cut_reason.empty()) {
+    // The model learns of the cut with the next message; the user from the turn's outcome.
+    cut_note_ = "[deskd: your last reply was cut at " + cut_limit_words(cut_reason, settings_.max_tokens) +
+                "; the user saw it only up to the cut.]";
+  }
   if (keeper_ != nullptr) (void)keeper_->save_transcript(transcript_);
-  co_return desk::TurnOutcome{reply};
+  co_return desk::TurnOutcome{reply, cut_reason};
 }
 
 namespace {
@@ -309,6 +347,7 @@ awaitable<std::string> ModelTurnRunner::summarise() {
 void ModelTurnRunner::resume_session(const desk::Session& session) {
   summary_ = session.summary;
   transcript_ = session.transcript;
+  cut_note_.clear();  // it spoke of another session's last reply
   // A session saved by a deskd that died mid-round may end with calls no tool answered.
   answer_open_tool_calls(transcript_, json::array{}, "deskd stopped before it ran");
 }

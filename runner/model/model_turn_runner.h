@@ -3,7 +3,9 @@
 // desk's ToolRegistry, in order; hand back the results, with any steering messages that
 // arrived meanwhile; until the model answers without tools. Whatever ends a turn (a failed
 // request, a /stop, a failed summary), the session stays one a model accepts: every tool
-// call in it has its result.
+// call in it has its result. A reply cut by a limit is published (MODEL_REPLY_CUT), ends
+// the turn as cut (TurnOutcome::cut_reason) unless it may go on, and the model is told of
+// the cut with the next message.
 
 #include <memory>
 #include <string>
@@ -32,6 +34,11 @@ struct TurnRunnerSettings {
   /// message before the next request (a tool call and its result are never split).
   std::uint32_t context_window_tokens = 200000;
   double compaction_share = 0.8;
+  /// The provider's max_tokens, named in MODEL_REPLY_CUT events.
+  std::uint32_t max_tokens = 8192;
+  /// A reply cut at max_tokens (with no tool call) is followed once per turn by a request
+  /// to go on from where it stopped, instead of ending the turn cut.
+  bool continue_after_max_tokens = false;
 };
 
 class ModelTurnRunner final : public desk::TurnRunner {
@@ -67,6 +74,8 @@ class ModelTurnRunner final : public desk::TurnRunner {
   desk::UsageTracker* usage_;
   std::string summary_;
   boost::json::array transcript_;
+  /// Said to the model with the next message: its last turn's reply was cut.
+  std::string cut_note_;
 };
 
 }  // namespace deskd::model

@@ -109,7 +109,9 @@ json::object openai_request_body(const ModelRequest& request, const ProviderSett
   }
   body["stream"] = true;
   body["stream_options"] = json::object{{"include_usage", true}};
-  body["max_tokens"] = settings.max_tokens;
+  // max_completion_tokens is the current name (CompletionCreateParams in openai-python:
+  // "max_tokens ... is not compatible with o-series models"); a local server may want the old one.
+  body[settings.openai_max_tokens_field == "max_tokens" ? "max_tokens" : "max_completion_tokens"] = settings.max_tokens;
   if (settings.temperature) body["temperature"] = *settings.temperature;
   return body;
 }

@@ -5,9 +5,9 @@
 // way it documents itself: http://127.0.0.1:11434/v1 for Ollama. An empty API key sends
 // no Authorization header (local servers need none).
 //
-// The limit is sent as "max_tokens": every OpenAI-compatible server reads it, while
-// "max_completion_tokens" is OpenAI's alone (its reasoning models refuse "max_tokens";
-// choose a chat model there, or extend this).
+// The limit is sent as "max_completion_tokens", the name OpenAI's API reads for every
+// model (GPT-5 and the o-series refuse "max_tokens"); ProviderSettings::
+// openai_max_tokens_field sends "max_tokens" instead, for local servers that read only that.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/json/array.hpp>
@@ -32,7 +32,7 @@ namespace deskd::model {
 boost::json::array openai_messages(const ModelRequest& request);
 
 /// The request body: {model, messages, tools?, stream, stream_options: {include_usage},
-/// max_tokens, temperature?}; tools only for Purpose::turn.
+/// max_completion_tokens (or max_tokens), temperature?}; tools only for Purpose::turn.
 boost::json::object openai_request_body(const ModelRequest& request, const ProviderSettings& settings);
 
 class OpenAiProvider final : public ModelProvider {

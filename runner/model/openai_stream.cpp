@@ -25,6 +25,10 @@ bool blank(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); });
 }
 
+// As in anthropic_stream.cpp: far beyond any reply; a server that never stops is stopped.
+constexpr std::size_t kMaximumReplyBytes = std::size_t{32} << 20;
+constexpr std::size_t kMaximumRefusalQuote = 2000;
+
 }  // namespace
 
 std::optional<ApiFailure> read_openai_error(const json::value& value) {
@@ -44,6 +48,10 @@ std::optional<ApiFailure> read_openai_error(const json::value& value) {
   }
   // Ollama reports a missing model as "api_error"; only a server error is worth a retry.
   failure.transient = failure.type == "server_error" || code == "server_error";
+  // A 429 that no wait can cure: {"error": {"message": "You exceeded your current quota,
+  // ...", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}
+  // (https://platform.openai.com/docs/guides/error-codes, "429 - You exceeded your current quota").
+  failure.quota_exhausted = failure.type == "insufficient_quota" || code == "insufficient_quota";
   failure.context_too_long = code == "context_length_exceeded" ||
                              contains_ignoring_case(failure.message, "maximum context length") ||
                              contains_ignoring_case(failure.message, "exceeds the context window");
@@ -80,7 +88,14 @@ void OpenAiStreamAssembler::take(const ServerSentEvent& event) {
     if (choice == nullptr) continue;
     if (count_at(*choice, "index").value_or(0) != 0) continue;  // one choice was asked for
     if (const json::object* delta = object_at(*choice, "delta")) {
-      if (auto content = string_at(*delta, "content")) response_.text += *content;
+      if (auto content = string_at(*delta, "content")) {
+        grow(content->size());
+        response_.text += *content;
+      }
+      if (auto refusal = string_at(*delta, "refusal")) {
+        grow(refusal->size());
+        refusal_ += *refusal;
+      }
       if (const json::value* calls = delta->if_contains("tool_calls"); calls != nullptr && calls->is_array()) {
         std::uint64_t position = 0;
         for (const json::value& piece : calls->as_array()) take_tool_call(piece, position++);
@@ -90,7 +105,17 @@ void OpenAiStreamAssembler::take(const ServerSentEvent& event) {
   }
 }
 
+void OpenAiStreamAssembler::grow(std::size_t bytes) {
+  reply_bytes_ += bytes;
+  if (reply_bytes_ > kMaximumReplyBytes) {
+    throw ProviderError(service_ + "'s reply grew past " + std::to_string(kMaximumReplyBytes >> 20) +
+                            " MiB, far more than any reply may hold; it was given up.",
+                        false);
+  }
+}
+
 void OpenAiStreamAssembler::take_usage(const json::object& usage) {
+  usage_seen_ = true;
   // prompt_tokens counts the cached tokens too; desk::Usage keeps them apart, as the
   // Messages API does, so that each kind is priced once.
   const std::uint64_t prompt = count_at(usage, "prompt_tokens").value_or(0);
@@ -114,9 +139,11 @@ void OpenAiStreamAssembler::take_tool_call(const json::value& piece, std::uint64
   if (auto name = string_at(*function, "name"); name && !name->empty()) call.name = *name;
   if (const json::value* arguments = function->if_contains("arguments")) {
     if (arguments->is_string()) {
+      grow(arguments->as_string().size());
       call.arguments += arguments->as_string();
     } else if (arguments->is_object()) {
       call.arguments = json::serialize(*arguments);  // servers that send the arguments parsed
+      grow(call.arguments.size());
     }
   }
 }
@@ -125,12 +152,19 @@ ModelResponse OpenAiStreamAssembler::finish() {
   if (!done_ && finish_reason_.empty()) {
     throw ProviderError(service_ + "'s stream ended before [DONE]: the reply was cut off.", true);
   }
+  // A refusal streams as delta.refusal pieces with finish_reason "stop" (the SDK's
+  // ChoiceDelta.refusal); the words are what the user needs to see.
+  if (!blank(refusal_)) {
+    const std::string words = refusal_.size() <= kMaximumRefusalQuote ? refusal_ : refusal_.substr(0, kMaximumRefusalQuote) + "...";
+    throw ProviderError("The model refused to continue: " + words, false);
+  }
   if (finish_reason_ == "content_filter") {
     throw ProviderError("The model refused to continue: the provider's content filter stopped the reply" +
                             (response_.text.empty() ? std::string(".") : ": " + body_excerpt(response_.text)),
                         false);
   }
   ModelResponse response = response_;
+  response.usage_reported = usage_seen_;
   for (const auto& [index, call] : calls_) {
     const std::string tool = call.name.empty() ? "(unnamed)" : call.name;
     std::string problem;

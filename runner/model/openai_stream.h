@@ -29,16 +29,17 @@ class OpenAiStreamAssembler final : public StreamAssembler {
   OpenAiStreamAssembler(std::string service, std::uint32_t max_tokens)
       : service_(std::move(service)), max_tokens_(max_tokens) {}
 
-  /// Takes a chunk: delta.content is text, delta.tool_calls pieces join by their index,
-  /// finish_reason and usage are kept. Throws ProviderError for an error chunk or one
-  /// that is not JSON.
+  /// Takes a chunk: delta.content is text, delta.refusal the model's refusal,
+  /// delta.tool_calls pieces join by their index, finish_reason and usage are kept. Throws
+  /// ProviderError for an error chunk, one that is not JSON, and a reply past 32 MiB.
   void take(const ServerSentEvent& event) override;
   bool finished() const override { return done_; }
   /// The reply, with finish_reason in the Messages API's words (stop -> end_turn,
-  /// tool_calls -> tool_use, length -> max_tokens). Throws ProviderError when the stream
-  /// ended before [DONE] and before any finish_reason (retryable: it was cut), on a
-  /// content_filter stop (a refusal), and when a tool call's arguments are not a JSON
-  /// object (naming the tool, or max_tokens when the reply was cut by it).
+  /// tool_calls -> tool_use, length -> max_tokens), and usage_reported false when no chunk
+  /// carried usage. Throws ProviderError when the stream ended before [DONE] and before
+  /// any finish_reason (retryable: it was cut), for a refusal (quoting its words) or a
+  /// content_filter stop, and when a tool call's arguments are not a JSON object (naming
+  /// the tool, or max_tokens when the reply was cut by it).
   ModelResponse finish() override;
 
  private:
@@ -50,11 +51,16 @@ class OpenAiStreamAssembler final : public StreamAssembler {
 
   void take_usage(const boost::json::object& usage);
   void take_tool_call(const boost::json::value& piece, std::uint64_t position);
+  /// Counts `bytes` more of the reply; throws past the limit.
+  void grow(std::size_t bytes);
 
   std::string service_;
   std::uint32_t max_tokens_;
   std::map<std::uint64_t, PendingCall> calls_;  // by the API's index: the reply's order
   std::string finish_reason_;
+  std::string refusal_;  // the delta.refusal pieces, joined
+  std::size_t reply_bytes_ = 0;
+  bool usage_seen_ = false;
   ModelResponse response_;
   bool done_ = false;
 };

@@ -23,6 +23,13 @@ struct ProviderSettings {
   std::string api_key;   ///< never logged, never in an event, an error message or a sandbox; may be "" for local servers
   std::uint32_t max_tokens = 8192;
   std::optional<double> temperature;
+  /// openai: the name the limit is sent under. OpenAI's own API wants
+  /// "max_completion_tokens" (its reasoning models refuse "max_tokens"); some
+  /// OpenAI-compatible local servers read only "max_tokens".
+  std::string openai_max_tokens_field = "max_completion_tokens";
+  /// anthropic: extended thinking's budget in tokens (at least 1024, below max_tokens);
+  /// nullopt: no extended thinking.
+  std::optional<std::uint32_t> thinking_budget_tokens;
   HttpSettings http;
   RetryPolicy retry;
 };

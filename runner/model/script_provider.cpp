@@ -116,13 +116,16 @@ boost::asio::awaitable<ModelResponse> ScriptProvider::complete(ModelRequest requ
   }
   // A request that ends with the user's own words starts a new turn; one that ends with
   // tool results continues the current one.
+  // Blocks of other kinds (thinking, server tool results, a session another provider
+  // wrote) are passed over; a block that is not even an object is not a tool result.
   bool starts_turn = true;
-  if (!request.messages.empty()) {
-    const json::value* content = request.messages.back().as_object().if_contains("content");
-    if (content != nullptr && content->is_array()) {
-      for (const json::value& block : content->as_array()) {
-        if (block.as_object().at("type") == "tool_result") starts_turn = false;
-      }
+  const json::object* last = request.messages.empty() ? nullptr : request.messages.back().if_object();
+  const json::value* content = last != nullptr ? last->if_contains("content") : nullptr;
+  if (content != nullptr && content->is_array()) {
+    for (const json::value& block : content->as_array()) {
+      const json::object* fields = block.if_object();
+      const json::value* type = fields != nullptr ? fields->if_contains("type") : nullptr;
+      if (type != nullptr && *type == "tool_result") starts_turn = false;
     }
   }
   if (starts_turn) {

@@ -76,6 +76,13 @@ std::optional<ServerSentEvent> ServerSentEventParser::next() {
   return event;
 }
 
+void ServerSentEventParser::finish() {
+  if (!line_.empty()) take_line();
+  // The blank line that would have ended the event: the event goes out if it has data.
+  take_line();
+  skip_line_feed_ = false;
+}
+
 bool ServerSentEventParser::has_partial_event() const {
   return !line_.empty() || current_has_data_ || !current_.event.empty();
 }

@@ -28,8 +28,12 @@ class ServerSentEventParser {
   Result<void> feed(std::string_view piece);
   /// The next complete event, if one is ready.
   std::optional<ServerSentEvent> next();
-  /// Whether a partial event is waiting for more input (a stream that ends here was cut).
+  /// Whether a partial event is waiting for more input.
   bool has_partial_event() const;
+  /// The body has ended cleanly: a last line without its line ending, and a last event
+  /// without its closing blank line, are complete (servers that close the stream right
+  /// after the final event's data). Only call it when the body's end was not a cut.
+  void finish();
 
  private:
   void take_line();

@@ -83,6 +83,12 @@ ProviderError error_for_status(const ApiDialect& dialect, unsigned status, std::
   } else {
     message += ".";
   }
+  if (failure && failure->quota_exhausted) {
+    // A 429 like a rate limit, but waiting does not refill a quota: say so, and stop.
+    return ProviderError(message + " The account's quota or credit is used up (insufficient_quota): add credit or raise " +
+                             "the limit with the provider; retrying cannot help." + request_note,
+                         false, status);
+  }
   message += advice_for(status) + request_note;
   bool retryable = is_retryable_status(status) || (failure && failure->transient);
   // Both APIs tell their own clients whether a retry can help; their word goes first.
@@ -159,6 +165,15 @@ asio::awaitable<ModelResponse> streamed_call(HttpClient& client, HttpRequest req
     while (std::optional<ServerSentEvent> event = parser.next()) {
       assembler.take(*event);
       if (assembler.finished()) break;  // anything after the closing event is not part of the reply
+    }
+  }
+  if (body_ended && !assembler.finished()) {
+    // The body ended cleanly (its length or last chunk arrived): a last event whose blank
+    // line never came is whole; only a broken connection cuts a reply.
+    parser.finish();
+    while (std::optional<ServerSentEvent> event = parser.next()) {
+      assembler.take(*event);
+      if (assembler.finished()) break;
     }
   }
   // The reply is whole; reading the body to its end lets the client reuse the connection.

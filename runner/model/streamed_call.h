@@ -24,6 +24,7 @@ struct ApiFailure {
   std::string message;  ///< the API's words
   bool transient = false;         ///< the type itself says "try again" (overloaded, server error)
   bool context_too_long = false;  ///< the conversation no longer fits the model's window
+  bool quota_exhausted = false;   ///< the account's quota or credit is used up: no retry can help
 };
 
 /// Builds a reply from the events of one stream. Providers implement it; it does no I/O.
@@ -50,8 +51,9 @@ struct ApiDialect {
 /// Sends `request`, feeds each event of the reply to `assembler` and returns its reply.
 /// Throws ProviderError: for an error status (with the API's message, the request id and
 /// the server's retry-after; retryable per is_retryable_status, a transient error type,
-/// and the x-should-retry header), for a reply that is not an event stream, and for a
-/// stream that stalled, broke or ended early. Throws system_error(operation_aborted) when
+/// and the x-should-retry header, never for an exhausted quota), for a reply that is not
+/// an event stream, and for a stream that stalled, broke or ended early. A body that ends
+/// cleanly after a last event without its closing blank line still delivers that event. Throws system_error(operation_aborted) when
 /// the awaiting coroutine is cancelled.
 /// `on_progress` (may be empty) is called for each piece of the stream.
 boost::asio::awaitable<ModelResponse> streamed_call(HttpClient& client, HttpRequest request, const ApiDialect& dialect,

@@ -187,6 +187,25 @@ TEST(ProviderE2eTest, AnApiErrorReachesTheUserInTurnFailedAndIsNotRetried) {
   EXPECT_EQ(server.requests().size(), 1u);
 }
 
+TEST(ProviderE2eTest, AReplyCutByItsLimitIsShownAsCutAndAskExitsWithFour) {
+  FakeHttpServer server;
+  // finish_reason "length": the reply hit max_completion_tokens (ChatCompletionChunk in
+  // openai-python: "`length` if the maximum number of tokens specified in the request was reached").
+  server.enqueue(FakeResponse::event_stream({{chunk(delta({{"role", "assistant"}, {"content", "The levels are: pivot 24150, sup"}})) +
+                                              chunk(delta(json::object{}, "length")) + chunk(usage(10, 16)) + "data: [DONE]\n\n"}}));
+  ServeDaemon daemon({DeskSetup{.name = "alpha", .script = "", .model = openai_model(server, "max_tokens = 16\n")}});
+  std::string why;
+  ASSERT_TRUE(daemon.start({std::string("DESKD_E2E_KEY=") + kKey}, &why)) << why;
+  const DeskctlResult asked = daemon.deskctl({"ask", "alpha", "Levels?"});
+  EXPECT_EQ(asked.exit_code, 4) << asked.output << asked.error_output;
+  EXPECT_NE(asked.output.find("the model's reply was cut at its max_tokens limit (16)"), std::string::npos) << asked.output;
+  EXPECT_NE(asked.output.find("turn finished, but its reply was cut (max_tokens): The levels are: pivot 24150, sup"),
+            std::string::npos)
+      << asked.output;
+  ASSERT_EQ(server.requests().size(), 1u);
+  EXPECT_EQ(json::parse(server.requests()[0].body).at("max_completion_tokens"), 16);
+}
+
 TEST(ProviderE2eTest, ADeskWhoseKeyIsMissingIsKeptStoppedWithAClearError) {
   ServeDaemon daemon({DeskSetup{.name = "alpha", .script = ""},
                       DeskSetup{.name = "beta",

@@ -33,7 +33,7 @@ class FakeTurnRunner final : public TurnRunner {
       for (const Trigger& steering : context.take_steering()) steered.push_back(steering.text);
     }
     context.publish("MODEL_TEXT", {{"text", "thinking"}});
-    co_return TurnOutcome{"reply to " + message.substr(message.rfind('\n') + 1)};
+    co_return TurnOutcome{"reply to " + message.substr(message.rfind('\n') + 1), cut_reason};
   }
   asio::awaitable<std::string> side_question(std::string question) override { co_return "side answer: " + question; }
   asio::awaitable<std::string> summarise() override {
@@ -52,6 +52,7 @@ class FakeTurnRunner final : public TurnRunner {
 
   bool block = false;
   bool take_steering = true;
+  std::string cut_reason;  ///< what the turns' outcomes say cut their replies
   int turns_started = 0;
   int summaries = 0;
   bool closed = false;

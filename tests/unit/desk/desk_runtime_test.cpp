@@ -46,6 +46,18 @@ TEST_F(DeskRuntimeTest, StartsIdleAndRunsATurnWithTheContextLine) {
   EXPECT_EQ(desk_->state(), DeskState::idle);
 }
 
+TEST_F(DeskRuntimeTest, ATurnWhoseReplyWasCutFinishesSayingSo) {
+  start_desk();
+  ASSERT_TRUE(desk_->submit(message("whole")).ok());
+  EXPECT_FALSE(wait_for("TURN_FINISHED").data.contains("cut"));
+  runner_->cut_reason = "max_tokens";
+  ASSERT_TRUE(desk_->submit(message("long")).ok());
+  const Event& cut = wait_for("TURN_FINISHED", 1);
+  EXPECT_EQ(reply_of(cut), "reply to long");
+  EXPECT_EQ(cut.data.at("cut"), "max_tokens");
+  wait_for("TRIGGER_FINISHED", 1);  // a cut turn is still done: a restart does not run it again
+}
+
 TEST_F(DeskRuntimeTest, HandlesOneTriggerAtATime) {
   runner_->block = true;
   start_desk();

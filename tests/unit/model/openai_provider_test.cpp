@@ -87,7 +87,8 @@ TEST_F(OpenAiProviderTest, ATextAnswer) {
   EXPECT_EQ(body.at("model"), "llama-test");
   EXPECT_EQ(body.at("stream"), true);
   EXPECT_EQ(body.at("stream_options").at("include_usage"), true);
-  EXPECT_EQ(body.at("max_tokens"), 1024);
+  EXPECT_EQ(body.at("max_completion_tokens"), 1024) << "OpenAI's name, which every OpenAI model reads";
+  EXPECT_FALSE(body.as_object().contains("max_tokens"));
   EXPECT_EQ(body.at("messages").at(0), (json::object{{"role", "system"}, {"content", "You are a trading desk."}}));
   EXPECT_EQ(body.at("messages").at(1), (json::object{{"role", "user"}, {"content", "How did Nifty close?"}}));
 }

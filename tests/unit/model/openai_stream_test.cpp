@@ -203,7 +203,7 @@ TEST(OpenAiRequestTest, TheBodyCarriesToolsAsFunctionsOnlyForTurns) {
   settings.max_tokens = 1000;
   const json::object body = openai_request_body(request, settings);
   EXPECT_EQ(body.at("model"), "llama3");
-  EXPECT_EQ(body.at("max_tokens"), 1000);
+  EXPECT_EQ(body.at("max_completion_tokens"), 1000);
   EXPECT_EQ(body.at("stream"), true);
   EXPECT_EQ(body.at("stream_options"), (json::object{{"include_usage", true}}));
   EXPECT_FALSE(body.contains("temperature"));

@@ -37,6 +37,29 @@ TEST(ServerSentEventParserTest, NamesAnEventAndJoinsDataLines) {
   EXPECT_EQ(events[1].data, "one\ntwo");
 }
 
+TEST(ServerSentEventParserTest, FinishCompletesALastEventWithoutItsBlankLine) {
+  ServerSentEventParser parser;
+  ASSERT_TRUE(parser.feed("event: a\ndata: 1\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}").ok());
+  ASSERT_TRUE(parser.next());
+  EXPECT_FALSE(parser.next()) << "not whole until the body is known to have ended";
+  EXPECT_TRUE(parser.has_partial_event());
+  parser.finish();
+  const auto last = parser.next();
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->event, "message_stop");
+  EXPECT_EQ(last->data, "{\"type\":\"message_stop\"}");
+  EXPECT_FALSE(parser.has_partial_event());
+
+  ServerSentEventParser ended_line;  // the line ending came, only the blank line is missing
+  ASSERT_TRUE(ended_line.feed("data: [DONE]\r\n").ok());
+  ended_line.finish();
+  ASSERT_TRUE(ended_line.next());
+  ServerSentEventParser nothing;  // a name without data is no event, at the end too
+  ASSERT_TRUE(nothing.feed("event: ping\n").ok());
+  nothing.finish();
+  EXPECT_FALSE(nothing.next());
+}
+
 TEST(ServerSentEventParserTest, AcceptsEveryLineEnding) {
   auto events = parse_whole("event: a\r\ndata: 1\r\n\r\nevent: b\rdata: 2\r\rdata: 3\n\n");
   ASSERT_EQ(events.size(), 3u);
