@@ -42,7 +42,7 @@ describe('deskd mcp under the MCP Inspector CLI', () => {
 
   test('tools/call runs a command in the desk', async () => {
     const { status, stdout, stderr } = await inspect('--method', 'tools/call', '--tool-name', 'bash',
-      '--tool-arg', 'command=pwd; exit 4');
+      '--tool-arg', 'command=pwd; (exit 4)');
     assert.equal(status, 0, stderr);
     const result = JSON.parse(stdout);
     assert.equal(result.isError, false);
@@ -52,8 +52,16 @@ describe('deskd mcp under the MCP Inspector CLI', () => {
 
   test('an argument the tool does not take is refused naming it', async () => {
     const { status, stdout, stderr } = await inspect('--method', 'tools/call', '--tool-name', 'bash',
-      '--tool-arg', 'command=true', '--tool-arg', 'cwd=/');
+      '--tool-arg', 'command=echo ok', '--tool-arg', 'cwd=/');
     assert.notEqual(status, 0, stdout);
     assert.match(`${stdout}${stderr}`, /'cwd' is not an argument of this tool/);
+  });
+
+  test('an argument of the wrong type is refused naming it', async () => {
+    // The Inspector turns "true" into a boolean.
+    const { status, stdout, stderr } = await inspect('--method', 'tools/call', '--tool-name', 'bash',
+      '--tool-arg', 'command=true');
+    assert.notEqual(status, 0, stdout);
+    assert.match(`${stdout}${stderr}`, /'command' must be a string/);
   });
 });
