@@ -32,7 +32,7 @@ class McpEndToEndTest : public ::testing::Test {
     deskd_ = std::make_unique<DeskdProcess>(arguments);
     if (protocol_version.empty()) return;
     const json::value initialized = ask(0, "initialize", {{"protocolVersion", protocol_version}});
-    EXPECT_EQ(initialized.at("result").at("protocolVersion"), protocol_version) << json::serialize(initialized);
+    EXPECT_EQ(initialized.at("result").at("protocolVersion"), json::value(protocol_version)) << json::serialize(initialized);
     deskd_->send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n");
   }
 

@@ -266,6 +266,9 @@ TEST(McpServeTest, ACancellationGetsThroughWhenEverySlotIsTaken) {
   client->send_line(cancellation(1));
   EXPECT_EQ(client->receive().at("id"), 100);
   EXPECT_EQ(server->log().slow_cancelled, 1);
+  client->close_writing();  // and the others are stopped
+  EXPECT_TRUE(server->finish());
+  EXPECT_EQ(server->log().slow_cancelled, static_cast<int>(McpServer::kMaximumRequestsInFlight));
 }
 
 TEST(McpServeTest, ProgressIsReportedWhileACallRunsWithTheTokenAsSent) {
