@@ -34,7 +34,9 @@ const char* const kUsageHead =
     "each tool's inputSchema (-32602 names the argument at fault; an unknown tool is -32602\n"
     "too). notifications/cancelled stops the call it names, a running command included, and\n"
     "that call gets no reply. A call whose _meta carries a progressToken hears\n"
-    "notifications/progress while it runs. Ids come back exactly as sent.\n"
+    "notifications/progress while it runs. Ids come back exactly as sent; no error carries\n"
+    "a null id: a line whose id cannot be known is logged here on standard error, and\n"
+    "answered without an id only once the session speaks 2025-11-25.\n"
     "\n"
     "  --progress-interval SECONDS  how often a running call reports progress (default 5)\n";
 

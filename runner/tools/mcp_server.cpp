@@ -83,7 +83,11 @@ void McpServer::refuse(const std::optional<std::string>& raw_id, const mcp::RpcE
 
 void McpServer::cancel(const std::string& key) {
   const auto found = running_.find(key);
-  if (found == running_.end()) return;  // it ended already: the spec allows the race
+  if (found == running_.end()) {
+    // Still waiting for a slot, or ended already (the spec allows the race).
+    drop_pending(key);
+    return;
+  }
   found->second->cancelled = true;
   found->second->signal.emit(asio::cancellation_type::terminal);
 }
@@ -285,6 +289,20 @@ void McpServer::spawn(std::shared_ptr<McpMessage> parsed, std::shared_ptr<Servin
                  }));
 }
 
+void McpServer::drop_pending(const std::string& key) {
+  if (serving_ == nullptr) return;
+  auto& pending = serving_->pending;
+  for (auto each = pending.begin(); each != pending.end(); ++each) {
+    const std::optional<std::string>& raw_id = each->first->raw_id;
+    if (raw_id && request_id_key(*raw_id) == key) {
+      serving_->pending_bytes -= each->second;
+      pending.erase(each);
+      serving_->request_ended.cancel();  // room to read again
+      return;
+    }
+  }
+}
+
 void McpServer::dispatch(const std::shared_ptr<Serving>& serving) {
   if (serving->dropping) {
     serving->pending.clear();
@@ -306,6 +324,7 @@ awaitable<bool> McpServer::serve(asio::any_io_executor executor, UniqueFd input,
   if (stopped_) reader.cancel();
   const auto write = [&writer](std::string line) { writer.write_line(std::move(line)); };
   auto serving = std::make_shared<Serving>(executor, Output{write, write});
+  serving_ = serving;
 
   while (!writer.failed()) {
     while (serving->pending.size() >= kMaximumRequestsInFlight || serving->pending_bytes >= kMaximumMessageBytes) {
@@ -341,6 +360,7 @@ awaitable<bool> McpServer::serve(asio::any_io_executor executor, UniqueFd input,
     cancel_all();
   }
   while (serving->in_flight > 0 || !serving->pending.empty()) co_await serving->request_ended.async_wait(kAwait);
+  serving_ = nullptr;
   reader_ = nullptr;
   co_return co_await writer.flush();
 }

@@ -92,6 +92,7 @@ class McpServer {
   void cancel_all();
   void spawn(std::shared_ptr<McpMessage> parsed, std::shared_ptr<Serving> serving);
   void dispatch(const std::shared_ptr<Serving>& serving);
+  void drop_pending(const std::string& key);
 
   ToolRegistry& tools_;
   McpServerInfo info_;
@@ -100,7 +101,8 @@ class McpServer {
   std::optional<std::string> protocol_version_;  // set by a successful initialize
   std::map<std::string, std::shared_ptr<Request>> running_;  // requests under way, by id key
   std::set<std::shared_ptr<Request>> live_;                  // every line being handled by serve()
-  LineReader* reader_ = nullptr;  // while serve() runs
+  LineReader* reader_ = nullptr;           // while serve() runs
+  std::shared_ptr<Serving> serving_;      // while serve() runs
   bool stopped_ = false;
 };
 

@@ -271,6 +271,19 @@ TEST(McpServeTest, ACancellationGetsThroughWhenEverySlotIsTaken) {
   EXPECT_EQ(server->log().slow_cancelled, static_cast<int>(McpServer::kMaximumRequestsInFlight));
 }
 
+TEST(McpServeTest, ARequestCancelledWhileWaitingForASlotNeverRuns) {
+  auto [server, client] = connect();
+  for (std::size_t id = 1; id <= McpServer::kMaximumRequestsInFlight; ++id) client->send_line(slow_call(id, 60000));
+  client->send_line(request("waiting", "tools/call", {{"name", "echo"}, {"arguments", json::object{{"text", "x"}}}}));
+  client->send_line(cancellation("waiting"));
+  client->send_line(cancellation(1));  // frees a slot
+  client->send_line(request(100, "ping"));
+  EXPECT_EQ(client->receive().at("id"), 100) << "the cancelled echo must not have run first";
+  EXPECT_EQ(server->log().calls, 0);
+  client->close_writing();
+  EXPECT_TRUE(server->finish());
+}
+
 TEST(McpServeTest, ProgressIsReportedWhileACallRunsWithTheTokenAsSent) {
   auto [server, client] = connect(true, std::chrono::milliseconds(100));
   client->send_line(request(5, "tools/call", {{"name", "slow"}, {"arguments", json::object{{"milliseconds", 700}}},
