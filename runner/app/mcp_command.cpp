@@ -4,6 +4,9 @@
 
 #include <boost/asio.hpp>
 
+#include <charconv>
+#include <optional>
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -23,14 +26,37 @@ const char* const kUsageHead =
     "Serves the desk's tools (bash, bash_background, check_background, bash_restart,\n"
     "read_file, write_file, edit_file, list_directory, propose_file_change) as a Model\n"
     "Context Protocol server on standard input and output: JSON-RPC 2.0, one message a line,\n"
-    "protocol versions 2025-06-18 and 2025-11-25. bash runs in the desk's sandbox; the file\n"
-    "tools follow the same confinement. Logs go to standard error only.\n"
-    "\n";
+    "protocol versions 2025-06-18 and 2025-11-25 (an older client is answered 2025-11-25 and\n"
+    "decides whether it can go on). bash runs in the desk's sandbox; the file tools follow\n"
+    "the same confinement. Logs go to standard error only.\n"
+    "\n"
+    "initialize comes first (only ping is answered before it). Arguments are checked against\n"
+    "each tool's inputSchema (-32602 names the argument at fault; an unknown tool is -32602\n"
+    "too). notifications/cancelled stops the call it names, a running command included, and\n"
+    "that call gets no reply. A call whose _meta carries a progressToken hears\n"
+    "notifications/progress while it runs. Ids come back exactly as sent; no error carries\n"
+    "a null id: a line whose id cannot be known is logged here on standard error, and\n"
+    "answered without an id only once the session speaks 2025-11-25.\n"
+    "\n"
+    "  --progress-interval SECONDS  how often a running call reports progress (default 5)\n";
 
 const char* const kUsageTail =
     "\n"
+    "End of input: from a file, every request is answered first; from a pipe or a socket\n"
+    "(the client hung up) the calls under way are stopped at once and deskd exits.\n"
+    "\n"
     "Exit status: 0 at the end of input; 1 if replies cannot be written; 2 for bad usage\n"
     "or a desk that cannot be set up; 128+N after signal N.\n";
+
+// 0.05 to 3600 seconds, as milliseconds.
+std::optional<std::chrono::milliseconds> parse_interval(std::string_view text) {
+  double seconds = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (error != std::errc() || end != text.data() + text.size() || !(seconds >= 0.05 && seconds <= 3600)) {
+    return std::nullopt;
+  }
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
 
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "deskd mcp: %s\nRun 'deskd mcp --help' for usage.\n", message.c_str());
@@ -45,11 +71,18 @@ UniqueFd duplicate(int fd) { return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3)); }
 
 int run_mcp_command(std::span<const std::string_view> arguments) {
   DeskToolOptions options;
+  std::chrono::milliseconds progress_interval = tools::McpServer::kDefaultProgressInterval;
   for (std::size_t index = 0; index < arguments.size(); ++index) {
     const std::string_view argument = arguments[index];
     if (argument == "--help" || argument == "-h") {
       std::printf("%s%s%s%s", kUsageHead, kDeskToolOptionsHelp, kSandboxOptionsHelp, kUsageTail);
       return 0;
+    }
+    if (argument == "--progress-interval") {
+      const auto interval = index + 1 < arguments.size() ? parse_interval(arguments[++index]) : std::nullopt;
+      if (!interval) return usage_error("--progress-interval needs a number of seconds from 0.05 to 3600.");
+      progress_interval = *interval;
+      continue;
     }
     auto taken = take_desk_tool_option(arguments, index, options);
     if (!taken.ok()) return usage_error(taken.error().what);
@@ -66,7 +99,7 @@ int run_mcp_command(std::span<const std::string_view> arguments) {
 
   boost::asio::io_context io;
   tools::ToolRegistry registry = tools::make_desk_tools(io.get_executor(), std::move(*settings));
-  tools::McpServer server(registry, tools::McpServerInfo{"deskd", DESKD_VERSION});
+  tools::McpServer server(registry, tools::McpServerInfo{"deskd", DESKD_VERSION}, progress_interval);
   auto serve = [&]() -> boost::asio::awaitable<int> {
     const bool written = co_await server.serve(io.get_executor(), std::move(input), std::move(output));
     co_await registry.close();

@@ -145,7 +145,14 @@ awaitable<void> BashSession::State::lock() {
   }
   auto waiter = std::make_shared<Waiter>(executor);
   waiting.push_back(waiter);
-  co_await waiter->turn.async_wait(kAwait);
+  try {
+    co_await waiter->turn.async_wait(kAwait);
+  } catch (...) {
+    // Cancelled before the wait began (an awaitable throws then rather than waiting): a
+    // waiter left in line would be handed the lock and hold it for good.
+    std::erase(waiting, waiter);
+    throw;
+  }
   if (!waiter->granted) {
     // The caller was cancelled (a /stop) while waiting for its turn: leave the line.
     std::erase(waiting, waiter);
@@ -363,6 +370,8 @@ BashSession::~BashSession() {
 }
 
 double BashSession::timeout_seconds() const { return state_->timeout_seconds; }
+
+bool BashSession::reaches_network() const { return state_->spec.network != sandbox::NetworkMode::none; }
 
 awaitable<CommandOutcome> BashSession::run(std::string command) {
   auto state = state_;

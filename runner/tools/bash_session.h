@@ -60,6 +60,8 @@ class BashSession {
   boost::asio::awaitable<void> close();
 
   double timeout_seconds() const;
+  /// Whether commands reach the host's network, not only the sandbox's own loopback.
+  bool reaches_network() const;
 
  private:
   struct State;

@@ -22,10 +22,22 @@ constexpr std::string_view kCommandSchema = R"({
   "additionalProperties": false
 })";
 
+// bash's structured result: the basic one and the exit status.
+constexpr std::string_view kCommandOutputSchema = R"({"type":"object","properties":{)"
+    R"("text":{"type":"string","description":"What the command printed, then a line with its exit status."},)"
+    R"("exit_status":{"type":"integer","description":"The command's exit status; absent when it had none (it ran too long, or the terminal could not run it)."},)"
+    R"("truncated":{"type":"boolean","description":"Whether output was left out because it was too long."}},)"
+    R"("required":["text","truncated"]})";
+
 // The tools share the session; each holds it so that none outlives it by accident.
 class SessionTool : public Tool {
  public:
   explicit SessionTool(std::shared_ptr<BashSession> session) : session_(std::move(session)) {}
+  // A command can do anything the desk's sandbox allows: write (its writable places),
+  // remove, and reach other machines when the sandbox shares the host's network.
+  ToolEffects effects() const override {
+    return ToolEffects{.read_only = false, .destructive = true, .idempotent = false, .open_world = session_->reaches_network()};
+  }
 
  protected:
   BashSession& session() const { return *session_; }
@@ -36,6 +48,8 @@ class BashTool final : public SessionTool {
  public:
   using SessionTool::SessionTool;
   std::string_view name() const override { return "bash"; }
+  std::string_view title() const override { return "Run a command"; }
+  std::string_view output_schema() const override { return kCommandOutputSchema; }
   std::string_view description() const override {
     return "Runs a command in your terminal: one long-lived bash in your desk's sandbox, starting in your "
            "desk folder. The folder, variables, functions and aliases a command sets carry over to the "
@@ -59,6 +73,7 @@ class BashBackgroundTool final : public SessionTool {
  public:
   using SessionTool::SessionTool;
   std::string_view name() const override { return "bash_background"; }
+  std::string_view title() const override { return "Start a background command"; }
   std::string_view description() const override {
     return "Starts a long command in the background, in your desk's sandbox, and returns at once with a "
            "job id. Its output goes to a log under scratch/. Check on it with check_background. "
@@ -85,6 +100,10 @@ class CheckBackgroundTool final : public SessionTool {
  public:
   using SessionTool::SessionTool;
   std::string_view name() const override { return "check_background"; }
+  std::string_view title() const override { return "Check a background command"; }
+  ToolEffects effects() const override {
+    return ToolEffects{.read_only = true, .destructive = false, .idempotent = true, .open_world = false};
+  }
   std::string_view description() const override {
     return "Says whether a background job started with bash_background is still running or has "
            "finished, followed by the last 4,000 characters of its output.";
@@ -114,6 +133,11 @@ class BashRestartTool final : public SessionTool {
  public:
   using SessionTool::SessionTool;
   std::string_view name() const override { return "bash_restart"; }
+  std::string_view title() const override { return "Restart the terminal"; }
+  // It ends every process of the terminal; a second restart leaves the same fresh terminal.
+  ToolEffects effects() const override {
+    return ToolEffects{.read_only = false, .destructive = true, .idempotent = true, .open_world = false};
+  }
   std::string_view description() const override {
     return "Restarts your terminal: stops bash and everything it started (background jobs too). The "
            "next command starts a fresh terminal in your desk folder, with variables reset. Use it when "

@@ -70,6 +70,8 @@ class ReadFileTool final : public FileTool {
   static constexpr std::size_t kBinaryProbeBytes = 8 * 1024;
   using FileTool::FileTool;
   std::string_view name() const override { return "read_file"; }
+  std::string_view title() const override { return "Read a file"; }
+  ToolEffects effects() const override { return ToolEffects{.read_only = true, .destructive = false, .idempotent = true, .open_world = false}; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -83,6 +85,8 @@ class WriteFileTool final : public FileTool {
  public:
   using FileTool::FileTool;
   std::string_view name() const override { return "write_file"; }
+  std::string_view title() const override { return "Write a file"; }
+  ToolEffects effects() const override { return ToolEffects{.read_only = false, .destructive = true, .idempotent = true, .open_world = false}; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -99,6 +103,8 @@ class EditFileTool final : public FileTool {
   static constexpr std::size_t kMaximumFileBytes = 16 * 1024 * 1024;
   using FileTool::FileTool;
   std::string_view name() const override { return "edit_file"; }
+  std::string_view title() const override { return "Edit a file"; }
+  ToolEffects effects() const override { return ToolEffects{.read_only = false, .destructive = true, .idempotent = false, .open_world = false}; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -113,6 +119,8 @@ class ListDirectoryTool final : public FileTool {
   static constexpr std::size_t kMaximumEntries = 1000;
   using FileTool::FileTool;
   std::string_view name() const override { return "list_directory"; }
+  std::string_view title() const override { return "List a folder"; }
+  ToolEffects effects() const override { return ToolEffects{.read_only = true, .destructive = false, .idempotent = true, .open_world = false}; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -126,6 +134,8 @@ class ProposeFileChangeTool final : public FileTool {
  public:
   using FileTool::FileTool;
   std::string_view name() const override { return "propose_file_change"; }
+  std::string_view title() const override { return "Propose a file change"; }
+  ToolEffects effects() const override { return ToolEffects{.read_only = false, .destructive = false, .idempotent = false, .open_world = false}; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 

@@ -1,16 +1,18 @@
 #include "runner/tools/mcp_server.h"
 
+#include <sys/stat.h>
+
 #include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/json.hpp>
 
 #include <cstdio>
+#include <deque>
 #include <exception>
-#include <variant>
+#include <utility>
 
 #include "runner/tools/line_stream.h"
-#include "runner/tools/json_text.h"
 #include "runner/tools/tool_registry.h"
-#include "runner/tools/utf8_text.h"
 
 namespace deskd::tools {
 namespace {
@@ -18,203 +20,347 @@ namespace {
 namespace asio = boost::asio;
 namespace json = boost::json;
 using asio::awaitable;
+using namespace asio::experimental::awaitable_operators;
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 
-// JSON-RPC 2.0's error codes.
-constexpr int kParseError = -32700;
-constexpr int kInvalidRequest = -32600;
-constexpr int kMethodNotFound = -32601;
-constexpr int kInvalidParams = -32602;
-constexpr int kInternalError = -32603;
+void log_line(const std::string& text) { std::fprintf(stderr, "deskd mcp: %s\n", text.c_str()); }
 
-struct RpcError {
-  int code;
-  std::string message;
-};
-using MethodOutcome = std::variant<json::object, RpcError>;
-
-std::string error_reply(const json::value& id, int code, std::string_view message) {
-  json::object error{{"code", code}, {"message", message}};
-  return json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}});
+// notifications/progress for the call whose token is `raw_token` (its JSON text, as sent).
+std::string progress_notification(const std::string& raw_token, std::uint64_t progress, const std::string& message) {
+  return R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":)" + raw_token +
+         R"(,"progress":)" + std::to_string(progress) + R"(,"message":)" + json::serialize(json::value(message)) + "}}";
 }
 
-// A client's string echoed in a message, kept short (it is valid UTF-8: it was parsed).
-std::string shown(std::string_view text) {
-  const std::string_view prefix = utf8_prefix(text, 100);
-  return std::string(prefix) + (prefix.size() < text.size() ? "..." : "");
-}
-
-json::object server_info(const McpServerInfo& info) { return {{"name", info.name}, {"version", info.version}}; }
-
-json::object capabilities() { return {{"tools", json::object{{"listChanged", false}}}}; }
-
-MethodOutcome initialize(const json::object& params, const McpServerInfo& info) {
-  const auto* requested = params.if_contains("protocolVersion");
-  if (requested == nullptr || !requested->is_string()) {
-    return RpcError{kInvalidParams, "initialize needs a string 'protocolVersion'."};
-  }
-  // The client's version when we speak it, otherwise our newest: the client then decides
-  // whether it can go on.
-  std::string_view chosen = std::end(McpServer::kProtocolVersions)[-1];
-  for (const char* version : McpServer::kProtocolVersions) {
-    if (requested->as_string() == version) chosen = version;
-  }
-  return json::object{
-      {"protocolVersion", chosen}, {"capabilities", capabilities()}, {"serverInfo", server_info(info)}};
-}
-
-MethodOutcome discover(const McpServerInfo& info) {
-  json::array versions;
-  for (const char* version : McpServer::kProtocolVersions) versions.emplace_back(version);
-  // The 2026-07-28 schema carries serverInfo in _meta; its drafts had it at the top level.
-  return json::object{{"resultType", "complete"},
-                      {"supportedVersions", std::move(versions)},
-                      {"capabilities", capabilities()},
-                      {"serverInfo", server_info(info)},
-                      {"_meta", json::object{{"io.modelcontextprotocol/serverInfo", server_info(info)}}}};
-}
-
-MethodOutcome list_tools(const json::object& params, const ToolRegistry& tools) {
-  if (const auto* cursor = params.if_contains("cursor"); cursor != nullptr && !cursor->is_null()) {
-    return RpcError{kInvalidParams, "Unknown cursor: tools/list returns every tool at once."};
-  }
-  json::array listed;
-  for (const auto& tool : tools.tools()) {
-    std::error_code error;
-    json::value schema = json::parse(tool->input_schema(), error);
-    if (error || !schema.is_object()) {
-      std::fprintf(stderr, "deskd mcp: the input schema of %.*s is not a JSON object\n",
-                   static_cast<int>(tool->name().size()), tool->name().data());
-      schema = json::object{{"type", "object"}};
+// Tells the client every `interval` that the call is still running, so that a client which
+// resets its timeout on progress keeps waiting. Ends only when cancelled (the call ended).
+awaitable<void> report_progress(std::string raw_token, std::string tool, std::chrono::milliseconds interval,
+                                std::function<void(std::string)> notify) {
+  try {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    const auto started = std::chrono::steady_clock::now();
+    for (std::uint64_t count = 1;; ++count) {
+      timer.expires_after(interval);
+      auto [error] = co_await timer.async_wait(kAwait);
+      if (error) co_return;
+      const auto seconds =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count();
+      notify(progress_notification(raw_token, count, tool + " is still running (" + std::to_string(seconds) + " s)."));
     }
-    listed.emplace_back(json::object{
-        {"name", tool->name()}, {"description", tool->description()}, {"inputSchema", std::move(schema)}});
+  } catch (const std::exception&) {
+    // Cancelled while resuming: the call has ended.
   }
-  return json::object{{"tools", std::move(listed)}};
 }
 
-awaitable<MethodOutcome> call_tool(const json::object& params, ToolRegistry& tools) {
-  const auto* name = params.if_contains("name");
-  if (name == nullptr || !name->is_string()) co_return RpcError{kInvalidParams, "tools/call needs a string 'name'."};
-  static const json::object no_arguments;
-  const json::object* arguments = &no_arguments;
-  if (const auto* given = params.if_contains("arguments"); given != nullptr && !given->is_null()) {
-    if (!given->is_object()) co_return RpcError{kInvalidParams, "tools/call needs 'arguments' to be an object."};
-    arguments = &given->as_object();
-  }
-  // An unknown tool is the registry's error result, which names the tools there are.
-  ToolResult result = co_await tools.call(name->as_string(), *arguments);
-  json::array content{json::object{{"type", "text"}, {"text", valid_utf8(std::move(result.text))}}};
-  co_return json::object{{"content", std::move(content)}, {"isError", result.is_error}};
+bool is_regular_file(int fd) {
+  struct stat status {};
+  return ::fstat(fd, &status) == 0 && S_ISREG(status.st_mode);
 }
 
 }  // namespace
 
-McpServer::McpServer(ToolRegistry& tools, McpServerInfo info) : tools_(tools), info_(std::move(info)) {}
+struct McpServer::Request {
+  asio::cancellation_signal signal;  // bound to the coroutine that handles the line
+  bool cancelled = false;            // the client no longer wants the answer
+};
+
+McpServer::McpServer(ToolRegistry& tools, McpServerInfo info, std::chrono::milliseconds progress_interval)
+    : tools_(tools), info_(std::move(info)), catalog_(tools), progress_interval_(progress_interval) {}
 
 McpServer::~McpServer() = default;
 
-awaitable<std::optional<std::string>> McpServer::handle_message(std::string_view message) {
-  std::error_code parse_error;
-  json::parse_options options;
-  options.max_depth = 64;
-  json::value parsed = json::parse(message, parse_error, {}, options);
-  if (parse_error) co_return error_reply(nullptr, kParseError, "Parse error: " + parse_error.message() + ".");
-  if (parsed.is_array()) {
-    co_return error_reply(nullptr, kInvalidRequest, "Batches are not supported: send one message a line.");
+void McpServer::refuse(const std::optional<std::string>& raw_id, const mcp::RpcError& error, const Output& out) const {
+  if (raw_id) {
+    out.reply(mcp::error_reply(raw_id, error));
+    return;
   }
-  if (!parsed.is_object()) co_return error_reply(nullptr, kInvalidRequest, "A message must be a JSON object.");
-  const json::object& request = parsed.as_object();
+  // JSON-RPC would answer with a null id, which MCP forbids and its SDKs drop; 2025-11-25
+  // lets an error leave the id out, 2025-06-18 has no way to answer at all.
+  log_line("refused a message whose id is unknown: " + error.message);
+  if (protocol_version_ && *protocol_version_ >= mcp::kFirstVersionWithIdlessErrors) {
+    out.reply(mcp::error_reply(std::nullopt, error));
+  }
+}
 
-  const json::value* id = request.if_contains("id");
-  const bool id_valid = id != nullptr && (id->is_string() || id->is_number());
-  const json::value reply_id = id_valid ? *id : json::value(nullptr);
-  const json::value* version = request.if_contains("jsonrpc");
-  if (version == nullptr || !version->is_string() || version->as_string() != "2.0") {
-    co_return error_reply(reply_id, kInvalidRequest, "Invalid request: 'jsonrpc' must be \"2.0\".");
+void McpServer::cancel(const std::string& key) {
+  const auto found = running_.find(key);
+  if (found == running_.end()) {
+    // Still waiting for a slot, or ended already (the spec allows the race).
+    drop_pending(key);
+    return;
   }
-  const json::value* method = request.if_contains("method");
+  found->second->cancelled = true;
+  found->second->signal.emit(asio::cancellation_type::terminal);
+}
+
+void McpServer::cancel_all() {
+  const auto live = live_;  // emitting may end requests, which leave live_
+  for (const auto& request : live) {
+    request->cancelled = true;
+    request->signal.emit(asio::cancellation_type::terminal);
+  }
+}
+
+awaitable<std::optional<std::string>> McpServer::handle_message(std::string_view message) {
+  std::optional<std::string> last;
+  Output out{[&last](std::string line) { last = std::move(line); }, [](std::string) {}};
+  co_await process(read_mcp_message(std::string(message)), std::make_shared<Request>(), out);
+  co_return last;
+}
+
+awaitable<void> McpServer::process(McpMessage parsed, std::shared_ptr<Request> request, Output out) {
+  if (request->cancelled) co_return;
+  if (!parsed.error.empty()) {
+    if (parsed.raw_id) log_line("refused a message: " + parsed.error);
+    co_return refuse(parsed.raw_id, {mcp::kParseError, "Parse error: " + parsed.error, std::nullopt}, out);
+  }
+  if (parsed.value.is_array()) {
+    co_return refuse(std::nullopt, {mcp::kInvalidRequest, "Batches are not supported: send one message a line.", std::nullopt}, out);
+  }
+  if (!parsed.value.is_object()) {
+    co_return refuse(std::nullopt, {mcp::kInvalidRequest, "Invalid request: a message must be a JSON object.", std::nullopt}, out);
+  }
+  const json::object& message = parsed.value.as_object();
+  const json::value* id = message.if_contains("id");
+  const json::value* version = message.if_contains("jsonrpc");
+  if (version == nullptr || !version->is_string() || version->as_string() != "2.0") {
+    co_return refuse(parsed.raw_id, {mcp::kInvalidRequest, "Invalid request: 'jsonrpc' must be \"2.0\".", std::nullopt}, out);
+  }
+  const json::value* method = message.if_contains("method");
   if (method == nullptr) {
     // A response to a request of ours; this server sends none, so there is nothing to do.
-    if (id != nullptr && (request.contains("result") || request.contains("error"))) co_return std::nullopt;
-    co_return error_reply(reply_id, kInvalidRequest, "Invalid request: it needs a string 'method'.");
+    if (id != nullptr && (message.contains("result") || message.contains("error"))) co_return;
+    co_return refuse(parsed.raw_id, {mcp::kInvalidRequest, "Invalid request: it needs a string 'method'.", std::nullopt}, out);
   }
-  if (!method->is_string()) co_return error_reply(reply_id, kInvalidRequest, "Invalid request: 'method' must be a string.");
-  if (id != nullptr && !id_valid) {
-    co_return error_reply(nullptr, kInvalidRequest, "Invalid request: 'id' must be a string or a number.");
+  if (!method->is_string()) {
+    co_return refuse(parsed.raw_id, {mcp::kInvalidRequest, "Invalid request: 'method' must be a string.", std::nullopt}, out);
   }
-  const json::value* params = request.if_contains("params");
+  if (id != nullptr && !parsed.raw_id) {
+    co_return refuse(std::nullopt, {mcp::kInvalidRequest, "Invalid request: 'id' must be a string or a number.", std::nullopt}, out);
+  }
+  const json::value* params = message.if_contains("params");
   if (params != nullptr && !params->is_null() && !params->is_object() && !params->is_array()) {
-    co_return error_reply(reply_id, kInvalidRequest, "Invalid request: 'params' must be an object.");
+    co_return refuse(parsed.raw_id, {mcp::kInvalidRequest, "Invalid request: 'params' must be an object.", std::nullopt}, out);
   }
-  // Notifications (initialized, cancelled, anything else) are never answered. A
-  // cancellation is not acted on: the bash session runs its commands one at a time and a
-  // command ends by itself or at its timeout.
-  if (id == nullptr) co_return std::nullopt;
+  if (id == nullptr) {
+    // Notifications are never answered; a cancellation stops the request it names.
+    if (method->as_string() == "notifications/cancelled" && parsed.raw_request_id) {
+      cancel(request_id_key(*parsed.raw_request_id));
+    }
+    co_return;
+  }
+  co_await run_request(parsed, std::move(request), std::move(out));
+}
 
-  const std::string_view name = method->as_string();
+awaitable<void> McpServer::run_request(const McpMessage& parsed, std::shared_ptr<Request> request, Output out) {
+  const json::object& message = parsed.value.as_object();
+  const std::string& raw_id = *parsed.raw_id;
+  const std::string key = request_id_key(raw_id);
+  if (running_.contains(key)) {
+    co_return refuse(raw_id, {mcp::kInvalidRequest, "Invalid request: id " + mcp::shown(raw_id) +
+                                                        " belongs to a request still under way.", std::nullopt}, out);
+  }
+  running_.emplace(key, request);
+  struct Leave {
+    std::map<std::string, std::shared_ptr<Request>>& running;
+    const std::string& key;
+    ~Leave() { running.erase(key); }
+  } leave{running_, key};
+
+  const std::string_view name = message.at("method").as_string();
   static const json::object no_params;
+  const json::value* params = message.if_contains("params");
   if (params != nullptr && params->is_array()) {
-    co_return error_reply(reply_id, kInvalidParams, "Invalid params: " + shown(name) + " takes an object.");
+    co_return refuse(raw_id, {mcp::kInvalidParams, "Invalid params: " + mcp::shown(name) + " takes an object.", std::nullopt}, out);
   }
   const json::object& arguments = params != nullptr && params->is_object() ? params->as_object() : no_params;
 
+  std::optional<json::object> result;
+  mcp::RpcError error{mcp::kInternalError, "Internal error.", std::nullopt};
   try {
-    MethodOutcome outcome;
-    if (name == "initialize") outcome = initialize(arguments, info_);
-    else if (name == "server/discover") outcome = discover(info_);
-    else if (name == "ping") outcome = json::object{};
-    else if (name == "tools/list") outcome = list_tools(arguments, tools_);
-    else if (name == "tools/call") outcome = co_await call_tool(arguments, tools_);
-    else outcome = RpcError{kMethodNotFound, "Method not found: " + shown(name) + "."};
+    if (name == "initialize") {
+      if (protocol_version_) {
+        error = {mcp::kInvalidRequest, "Invalid request: the session is already initialized (protocol version " +
+                                           *protocol_version_ + ").", std::nullopt};
+      } else if (auto initialized = mcp::initialize(arguments, info_, error)) {
+        if (!initialized->client_version_spoken) {
+          const json::value& asked = arguments.at("protocolVersion");
+          log_line("the client asked for protocol version " + mcp::shown(asked.as_string(), 20) +
+                   ", which deskd does not speak (it speaks 2025-06-18 and 2025-11-25); answered " +
+                   initialized->protocol_version + ": a client that cannot speak it should disconnect.");
+        }
+        protocol_version_ = initialized->protocol_version;
+        result = std::move(initialized->result);
+      }
+    } else if (name == "ping") {
+      result = json::object{};
+    } else if (name == "server/discover") {
+      result = mcp::discover(info_);
+    } else if (!protocol_version_) {
+      error = {mcp::kInvalidRequest, "Invalid request: send initialize first; until then only ping is answered.", std::nullopt};
+    } else if (name == "tools/list") {
+      if (const auto* cursor = arguments.if_contains("cursor"); cursor != nullptr && !cursor->is_null()) {
+        error = {mcp::kInvalidParams, "Unknown cursor: tools/list returns every tool at once.", std::nullopt};
+      } else {
+        result = json::object{{"tools", catalog_.listing()}};
+      }
+    } else if (name == "tools/call") {
+      result = co_await call_tool(arguments, parsed, error, out);
+    } else {
+      error = {mcp::kMethodNotFound, "Method not found: " + mcp::shown(name) + ".", std::nullopt};
+    }
+  } catch (const std::exception& thrown) {
+    result.reset();
+    error = {mcp::kInternalError, std::string("Internal error: ") + thrown.what(), std::nullopt};
+  }
+  // A cancelled request is not answered: the client has forgotten it, and a late reply
+  // would only confuse it.
+  if (request->cancelled) co_return;
+  if (result) out.reply(mcp::result_reply(raw_id, *result));
+  else refuse(raw_id, error, out);
+}
 
-    if (auto* error = std::get_if<RpcError>(&outcome)) co_return error_reply(reply_id, error->code, error->message);
-    co_return json::serialize(json::object{
-        {"jsonrpc", "2.0"}, {"id", reply_id}, {"result", std::move(std::get<json::object>(outcome))}});
-  } catch (const std::exception& error) {
-    co_return error_reply(reply_id, kInternalError, std::string("Internal error: ") + error.what());
+awaitable<std::optional<json::object>> McpServer::call_tool(const json::object& params, const McpMessage& parsed,
+                                                            mcp::RpcError& refused, const Output& out) {
+  const auto* name = params.if_contains("name");
+  if (name == nullptr || !name->is_string()) {
+    refused = {mcp::kInvalidParams, "Invalid params: tools/call needs a string 'name'.", std::nullopt};
+    co_return std::nullopt;
+  }
+  static const json::object no_arguments;
+  const json::object* arguments = &no_arguments;
+  if (const auto* given = params.if_contains("arguments"); given != nullptr && !given->is_null()) {
+    if (!given->is_object()) {
+      refused = {mcp::kInvalidParams, "Invalid params: tools/call needs 'arguments' to be an object.", std::nullopt};
+      co_return std::nullopt;
+    }
+    arguments = &given->as_object();
+  }
+  if (catalog_.find_for_call(name->as_string(), *arguments, refused) == nullptr) co_return std::nullopt;
+
+  if (!parsed.raw_progress_token) co_return McpToolCatalog::call_result(co_await tools_.call(name->as_string(), *arguments));
+  // The call and the progress reports run side by side; whichever ends first ends the other,
+  // and both have ended when this returns (a cancelled command is stopped by then).
+  auto ended = co_await (tools_.call(name->as_string(), *arguments) ||
+                         report_progress(*parsed.raw_progress_token, std::string(name->as_string()),
+                                         progress_interval_, out.notify));
+  if (ended.index() != 0) {
+    refused = {mcp::kInternalError, "Internal error: the call ended without a result.", std::nullopt};
+    co_return std::nullopt;
+  }
+  co_return McpToolCatalog::call_result(std::get<0>(std::move(ended)));
+}
+
+// What serve() shares with the requests it spawned.
+struct McpServer::Serving {
+  Serving(const asio::any_io_executor& executor_in, Output output)
+      : executor(executor_in), out(std::move(output)), request_ended(executor_in, asio::steady_timer::time_point::max()) {}
+  asio::any_io_executor executor;
+  Output out;
+  asio::steady_timer request_ended;  // woken whenever a request ends
+  std::size_t in_flight = 0;
+  // Requests read while every slot was taken, with their sizes; reading goes on past them
+  // (so that a cancellation, which frees a slot, is read) until they fill kPendingBytes.
+  std::deque<std::pair<std::shared_ptr<McpMessage>, std::size_t>> pending;
+  std::size_t pending_bytes = 0;
+  bool dropping = false;  // the client hung up: what is pending never starts
+};
+
+// Outside serve()'s coroutine frame on purpose: GCC 12 warns falsely
+// (-Wmismatched-new-delete) about a frame that builds this lambda.
+void McpServer::spawn(std::shared_ptr<McpMessage> parsed, std::shared_ptr<Serving> serving) {
+  ++serving->in_flight;
+  auto request = std::make_shared<Request>();
+  live_.insert(request);
+  auto handle = [this, serving, request, parsed]() -> awaitable<void> {
+    try {
+      co_await process(std::move(*parsed), request, serving->out);
+    } catch (const std::exception& error) {
+      log_line(std::string("a request failed: ") + error.what());
+    }
+    // Always counted down, or serve() would wait for this request forever.
+    live_.erase(request);
+    --serving->in_flight;
+    serving->request_ended.cancel();
+    dispatch(serving);
+  };
+  asio::co_spawn(serving->executor, std::move(handle),
+                 asio::bind_cancellation_slot(request->signal.slot(), [request](std::exception_ptr escaped) {
+                   if (escaped) std::fputs("deskd mcp: a request ended with an exception\n", stderr);
+                 }));
+}
+
+void McpServer::drop_pending(const std::string& key) {
+  if (serving_ == nullptr) return;
+  auto& pending = serving_->pending;
+  for (auto each = pending.begin(); each != pending.end(); ++each) {
+    const std::optional<std::string>& raw_id = each->first->raw_id;
+    if (raw_id && request_id_key(*raw_id) == key) {
+      serving_->pending_bytes -= each->second;
+      pending.erase(each);
+      serving_->request_ended.cancel();  // room to read again
+      return;
+    }
+  }
+}
+
+void McpServer::dispatch(const std::shared_ptr<Serving>& serving) {
+  if (serving->dropping) {
+    serving->pending.clear();
+    serving->pending_bytes = 0;
+  }
+  while (!serving->pending.empty() && serving->in_flight < kMaximumRequestsInFlight) {
+    auto [parsed, bytes] = std::move(serving->pending.front());
+    serving->pending.pop_front();
+    serving->pending_bytes -= bytes;
+    spawn(std::move(parsed), serving);
   }
 }
 
 awaitable<bool> McpServer::serve(asio::any_io_executor executor, UniqueFd input, UniqueFd output) {
+  const bool batch = is_regular_file(input.get());
   LineReader reader(executor, std::move(input), kMaximumMessageBytes);
   LineWriter writer(executor, std::move(output));
   reader_ = &reader;
   if (stopped_) reader.cancel();
+  const auto write = [&writer](std::string line) { writer.write_line(std::move(line)); };
+  auto serving = std::make_shared<Serving>(executor, Output{write, write});
+  serving_ = serving;
 
-  // Woken whenever a request ends, for the limit on requests under way and for the end.
-  asio::steady_timer request_ended(executor, asio::steady_timer::time_point::max());
-  std::size_t in_flight = 0;
   while (!writer.failed()) {
-    while (in_flight >= kMaximumRequestsInFlight) co_await request_ended.async_wait(kAwait);
+    while (serving->pending.size() >= kMaximumRequestsInFlight || serving->pending_bytes >= kMaximumMessageBytes) {
+      co_await serving->request_ended.async_wait(kAwait);
+    }
     std::optional<LineReader::Line> line = co_await reader.read_line();
     if (!line) break;
     if (line->too_long) {
-      writer.write_line(error_reply(nullptr, kParseError,
-                                    "Parse error: the message is longer than " +
-                                        std::to_string(kMaximumMessageBytes) + " bytes."));
+      refuse(std::nullopt, {mcp::kParseError, "Parse error: the message is longer than " +
+                                                  std::to_string(kMaximumMessageBytes) + " bytes.", std::nullopt},
+             serving->out);
       continue;
     }
     if (line->text.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines
-    ++in_flight;
-    auto handle = [this, &writer, &in_flight, &request_ended, text = std::move(line->text)]() -> awaitable<void> {
-      try {
-        std::optional<std::string> reply = co_await handle_message(text);
-        if (reply) writer.write_line(std::move(*reply));
-      } catch (const std::exception& error) {
-        std::fprintf(stderr, "deskd mcp: a request failed: %s\n", error.what());
-      } catch (...) {
-        std::fprintf(stderr, "deskd mcp: a request failed\n");
-      }
-      // Always counted down, or serve() would wait for this request forever.
-      --in_flight;
-      request_ended.cancel();
-    };
-    asio::co_spawn(executor, std::move(handle), [](std::exception_ptr escaped) {
-      if (escaped) std::fputs("deskd mcp: a request ended with an exception\n", stderr);
-    });
+    const std::size_t bytes = line->text.size();
+    auto parsed = std::make_shared<McpMessage>(read_mcp_message(std::move(line->text)));
+    // A notification (a cancellation above all) never waits for a free slot: it is what
+    // may free one, and it is handled at once.
+    const bool request_like = !parsed->value.is_object() || parsed->value.as_object().contains("id");
+    if (!request_like) {
+      spawn(std::move(parsed), serving);
+      continue;
+    }
+    serving->pending.emplace_back(std::move(parsed), bytes);
+    serving->pending_bytes += bytes;
+    dispatch(serving);
   }
-  while (in_flight > 0) co_await request_ended.async_wait(kAwait);
+  // End of a stream is the client hanging up (MCP's stdio shutdown): nobody waits for the
+  // calls under way, so they are stopped rather than waited for, up to a command's timeout.
+  if (!stopped_ && !batch) {
+    serving->dropping = true;
+    dispatch(serving);
+    cancel_all();
+  }
+  while (serving->in_flight > 0 || !serving->pending.empty()) co_await serving->request_ended.async_wait(kAwait);
+  serving_ = nullptr;
   reader_ = nullptr;
   co_return co_await writer.flush();
 }

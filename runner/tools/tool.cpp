@@ -2,6 +2,11 @@
 
 namespace deskd::tools {
 
+const std::string_view kBasicOutputSchema = R"({"type":"object","properties":{)"
+    R"("text":{"type":"string","description":"What the tool answered, as its text content shows it."},)"
+    R"("truncated":{"type":"boolean","description":"Whether output was left out because it was too long."}},)"
+    R"("required":["text","truncated"]})";
+
 boost::asio::awaitable<void> Tool::close() { co_return; }
 
 }  // namespace deskd::tools

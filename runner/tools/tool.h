@@ -23,6 +23,19 @@ struct ToolResult {
   static ToolResult failure(std::string text) { return ToolResult{std::move(text), true, std::nullopt, false}; }
 };
 
+/// What calling a tool does to the world, for clients that decide by it whether to ask the
+/// user first (MCP's ToolAnnotations). The defaults are the cautious ones the spec assumes.
+struct ToolEffects {
+  bool read_only = false;    ///< It changes nothing.
+  bool destructive = true;   ///< It may overwrite or remove (meaningful when not read_only).
+  bool idempotent = false;   ///< A second identical call changes nothing more.
+  bool open_world = true;    ///< It may reach beyond the desk (the network, other machines).
+};
+
+/// The output schema every tool's structured result follows at least: the text the tool
+/// answered and whether output was left out. A tool that adds fields declares its own.
+extern const std::string_view kBasicOutputSchema;
+
 /// One tool of a desk.
 class Tool {
  public:
@@ -33,6 +46,13 @@ class Tool {
   virtual std::string_view description() const = 0;
   /// A JSON Schema ("type": "object") describing the input, as JSON text.
   virtual std::string_view input_schema() const = 0;
+  /// A short name for people ("Run a command"); the tool's name unless it says otherwise.
+  virtual std::string_view title() const { return name(); }
+  /// What a call does to the world; the cautious defaults unless the tool says otherwise.
+  virtual ToolEffects effects() const { return {}; }
+  /// A JSON Schema ("type": "object") of the structured result: "text" (the result's text),
+  /// "truncated", and "exit_status" when the result has one.
+  virtual std::string_view output_schema() const { return kBasicOutputSchema; }
   /// Runs the tool. Never throws; bad input gives an error result naming the problem.
   virtual boost::asio::awaitable<ToolResult> call(const boost::json::object& input) = 0;
   /// Releases what the tool holds (the bash session); later calls fail with a clear result.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <filesystem>
 #include <thread>
 
 #include "e2e/deskd_process.h"
@@ -22,12 +23,17 @@ class McpEndToEndTest : public ::testing::Test {
  protected:
   void SetUp() override { start("5"); }
 
-  /// (Re)starts `deskd mcp` on the desk with this command timeout.
-  void start(const std::string& timeout_seconds) {
+  /// (Re)starts `deskd mcp` on the desk with this command timeout, and initializes the
+  /// session with `protocol_version` unless it is empty.
+  void start(const std::string& timeout_seconds, const std::string& protocol_version = "2025-11-25") {
     std::vector<std::string> arguments = {"mcp", "--timeout", timeout_seconds};
     const auto desk_arguments = desk_.arguments();
     arguments.insert(arguments.end(), desk_arguments.begin(), desk_arguments.end());
     deskd_ = std::make_unique<DeskdProcess>(arguments);
+    if (protocol_version.empty()) return;
+    const json::value initialized = ask(0, "initialize", {{"protocolVersion", protocol_version}});
+    EXPECT_EQ(initialized.at("result").at("protocolVersion"), json::value(protocol_version)) << json::serialize(initialized);
+    deskd_->send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n");
   }
 
   json::value ask(json::value id, std::string_view method, json::object params = {}) {
@@ -60,6 +66,7 @@ class McpEndToEndTest : public ::testing::Test {
 };
 
 TEST_F(McpEndToEndTest, AWholeSession) {
+  start("5", "");
   const json::value initialized =
       ask(1, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object{}},
                             {"clientInfo", json::object{{"name", "e2e"}, {"version", "1"}}}});
@@ -118,9 +125,21 @@ TEST_F(McpEndToEndTest, BadInputIsAnsweredAndTheServerLivesOn) {
   EXPECT_EQ(reply().at("error").at("code"), -32600);
   EXPECT_EQ(ask(5, "no/such/method").at("error").at("code"), -32601);
   EXPECT_EQ(ask(6, "tools/call", {{"name", 42}}).at("error").at("code"), -32602);
-  auto [unknown, unknown_failed] = call("no_such_tool", {});
-  EXPECT_TRUE(unknown_failed);
-  EXPECT_THAT(unknown, HasSubstr("The tools are: bash,"));
+  const json::value unknown = ask(8, "tools/call", {{"name", "no_such_tool"}, {"arguments", json::object{}}});
+  EXPECT_EQ(unknown.at("error").at("code"), -32602);
+  EXPECT_THAT(std::string(unknown.at("error").at("message").as_string()), HasSubstr("Unknown tool: no_such_tool."));
+  const json::value extra = ask(9, "tools/call", {{"name", "bash"}, {"arguments", json::object{{"command", "true"}, {"cwd", "/"}}}});
+  EXPECT_EQ(extra.at("error").at("code"), -32602);
+  EXPECT_THAT(std::string(extra.at("error").at("message").as_string()), HasSubstr("'cwd' is not an argument"));
+  // A lone surrogate (text cut mid-emoji) is replaced, not refused; the command runs.
+  deskd_->send(R"({"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo 'cut \ud83d'"}}})" "\n");
+  EXPECT_EQ(reply().at("result").at("content").at(0).at("text"), "cut \xEF\xBF\xBD\n[exit status 0]");
+  // Nesting past the limit is refused naming it, with the id.
+  deskd_->send(R"({"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"bash","arguments":{"command":)" +
+               std::string(10000, '[') + std::string(10000, ']') + "}}}\n");
+  const json::value deep = reply();
+  EXPECT_EQ(deep.at("id"), 11);
+  EXPECT_THAT(std::string(deep.at("error").at("message").as_string()), HasSubstr("at most 64"));
   constexpr char kBinary[] = "\x00\xff\xfe garbage \x01\n";
   deskd_->send(std::string_view(kBinary, sizeof kBinary - 1));
   EXPECT_EQ(reply().at("error").at("code"), -32700);
@@ -138,6 +157,38 @@ TEST_F(McpEndToEndTest, ATimeoutIsAToolErrorAndTheTerminalComesBack) {
   EXPECT_EQ(after, "back\n[exit status 0]");
   deskd_->close_input();
   EXPECT_EQ(deskd_->wait(), 0);
+}
+
+// The command is really stopped: the file it would write after its sleep never appears.
+TEST_F(McpEndToEndTest, ACancelledCommandIsStoppedAndGetsNoReply) {
+  auto [made, made_failed] = call("bash", {{"command", "mkdir -p scratch && touch scratch/early"}});
+  ASSERT_FALSE(made_failed) << made;
+  ASSERT_TRUE(std::filesystem::exists(desk_.directory() + "/scratch/early")) << "the check below would pass vacuously";
+  deskd_->send(R"({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 1.5; touch scratch/late"}}})" "\n");
+  std::this_thread::sleep_for(400ms);  // let the command start
+  deskd_->send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"e2e"}})" "\n");
+  EXPECT_EQ(ask(20, "ping").at("id"), 20) << "the cancelled call must get no reply";
+  std::this_thread::sleep_for(2s);
+  EXPECT_FALSE(std::filesystem::exists(desk_.directory() + "/scratch/late")) << "the command ran on";
+  auto [after, after_failed] = call("bash", {{"command", "echo back"}});
+  EXPECT_EQ(after, "back\n[exit status 0]");
+  deskd_->close_input();
+  EXPECT_EQ(deskd_->read_rest(), "");
+  EXPECT_EQ(deskd_->wait(), 0) << deskd_->error_output();
+}
+
+TEST_F(McpEndToEndTest, EndOfInputStopsTheRunningCommandAtOnce) {
+  start("60");
+  ASSERT_FALSE(call("bash", {{"command", "mkdir -p scratch"}}).second);
+  deskd_->send(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 3; touch scratch/late"}}})" "\n");
+  std::this_thread::sleep_for(400ms);
+  const auto closed = std::chrono::steady_clock::now();
+  deskd_->close_input();
+  EXPECT_EQ(deskd_->wait(10s), 0) << deskd_->error_output();
+  EXPECT_LT(std::chrono::steady_clock::now() - closed, 2s) << "deskd waited for the command";
+  EXPECT_EQ(deskd_->read_rest(), "") << "a call stopped at the end of input gets no reply";
+  std::this_thread::sleep_for(3s);
+  EXPECT_FALSE(std::filesystem::exists(desk_.directory() + "/scratch/late")) << "the command ran on";
 }
 
 TEST_F(McpEndToEndTest, SigtermDuringACommandEndsCleanly) {

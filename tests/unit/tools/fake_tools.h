@@ -19,6 +19,8 @@ namespace deskd::tools::testing {
 struct FakeToolLog {
   int calls = 0;
   int closes = 0;
+  int slow_started = 0;
+  int slow_cancelled = 0;  ///< slow calls whose wait was cancelled
 };
 
 /// echo {text}: answers the text; a missing text is an error result.
@@ -29,7 +31,8 @@ class EchoTool : public Tool {
   std::string_view name() const override { return name_; }
   std::string_view description() const override { return "Answers with the text it was given."; }
   std::string_view input_schema() const override {
-    return R"({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})";
+    return R"({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+               "additionalProperties": false})";
   }
   boost::asio::awaitable<ToolResult> call(const boost::json::object& input) override {
     ++log_->calls;
@@ -47,9 +50,11 @@ class EchoTool : public Tool {
   std::string name_;
 };
 
-/// slow {milliseconds}: answers "slept" after waiting that long on the event loop.
+/// slow {milliseconds}: answers "slept" after waiting that long on the event loop; a
+/// cancelled wait is counted and answers "cancelled".
 class SlowTool : public Tool {
  public:
+  explicit SlowTool(std::shared_ptr<FakeToolLog> log = std::make_shared<FakeToolLog>()) : log_(std::move(log)) {}
   std::string_view name() const override { return "slow"; }
   std::string_view description() const override { return "Waits, then answers."; }
   std::string_view input_schema() const override {
@@ -59,9 +64,17 @@ class SlowTool : public Tool {
     const auto* milliseconds = input.if_contains("milliseconds");
     const auto wait = std::chrono::milliseconds(milliseconds != nullptr && milliseconds->is_int64() ? milliseconds->as_int64() : 100);
     boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, wait);
-    co_await timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    ++log_->slow_started;
+    auto [error] = co_await timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    if (error) {
+      ++log_->slow_cancelled;
+      co_return ToolResult::failure("cancelled");
+    }
     co_return ToolResult::success("slept");
   }
+
+ private:
+  std::shared_ptr<FakeToolLog> log_;
 };
 
 /// throws: breaks the promise not to throw.
@@ -92,7 +105,7 @@ class BrokenSchemaTool : public Tool {
 inline ToolRegistry make_fake_registry(std::shared_ptr<FakeToolLog> log) {
   ToolRegistry registry;
   registry.add(std::make_unique<EchoTool>(log));
-  registry.add(std::make_unique<SlowTool>());
+  registry.add(std::make_unique<SlowTool>(log));
   registry.add(std::make_unique<ThrowingTool>());
   registry.add(std::make_unique<BrokenSchemaTool>());
   return registry;
