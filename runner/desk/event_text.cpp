@@ -1,14 +1,16 @@
-#include "runner/control/event_text.h"
+#include "runner/desk/event_text.h"
 
 #include <boost/json.hpp>
 
-namespace deskd::control {
+#include "runner/desk/event_kinds.h"
+
+namespace deskd::desk {
 
 namespace json = boost::json;
 
 namespace {
 
-std::string string_of(const json::object& object, const char* key) {
+std::string string_of(const json::object& object, std::string_view key) {
   const json::value* value = object.if_contains(key);
   if (value == nullptr) return {};
   if (value->is_string()) return std::string(value->as_string());
@@ -35,11 +37,10 @@ std::string indented(std::string text, std::size_t lines) {
 }
 
 // A tool call's input, short: bash shows its command, file tools their path.
-std::string tool_input(const json::object& data) {
-  const json::value* input = data.if_contains("input");
+std::string tool_input(const json::value* input) {
   if (input == nullptr || !input->is_object()) return {};
   const json::object& object = input->as_object();
-  for (const char* key : {"command", "path", "job_id"}) {
+  for (const char* key : {"command", "path", "job_id", "task"}) {
     if (const json::value* value = object.if_contains(key); value != nullptr && value->is_string()) {
       std::string text(value->as_string());
       if (text.size() > 200) text = text.substr(0, 200) + "...";
@@ -49,48 +50,63 @@ std::string tool_input(const json::object& data) {
   return json::serialize(object);
 }
 
+// One "{field}" or "{field:filter argument}" of a template (runner/desk/event_kinds.h).
+std::string placeholder(std::string_view inside, const json::object& data, const std::string& at) {
+  if (inside == "at") return at;
+  const std::size_t colon = inside.find(':');
+  const std::string_view field = inside.substr(0, colon);
+  if (colon == std::string_view::npos) return string_of(data, field);
+  const std::string_view filter = inside.substr(colon + 1);
+  if (filter == "short") return tool_input(data.if_contains(field));
+  if (filter.starts_with("lines ")) {
+    std::size_t lines = 0;
+    for (char digit : filter.substr(6)) lines = lines * 10 + static_cast<std::size_t>(digit - '0');
+    return indented(string_of(data, field), lines);
+  }
+  if (filter.starts_with("if ")) {
+    const json::value* flag = data.if_contains(field);
+    return flag != nullptr && flag->is_bool() && flag->as_bool() ? std::string(filter.substr(3)) : std::string();
+  }
+  return string_of(data, field);
+}
+
 }  // namespace
 
 std::string event_text(const json::object& event, bool everything) {
   const std::string kind = string_of(event, "kind");
-  const std::string time_stamp = string_of(event, "time");
-  const std::string prefix =
-      "[" + (time_stamp.size() >= 19 ? time_stamp.substr(11, 8) : time_stamp) + "] " + string_of(event, "desk") + ": ";
   static const json::object kEmpty;
   const json::value* data_value = event.if_contains("data");
   const json::object& data = data_value != nullptr && data_value->is_object() ? data_value->as_object() : kEmpty;
+  const std::string time_stamp = string_of(event, "time");
+  // A subagent's events are told under the desk with the subagent's id.
+  const std::string subagent = string_of(data, "subagent");
+  const std::string at = "[" + (time_stamp.size() >= 19 ? time_stamp.substr(11, 8) : time_stamp) + "] " +
+                         string_of(event, "desk") + (subagent.empty() ? "" : "/" + subagent) + ": ";
 
-  if (kind == "MODEL_TEXT") return prefix + string_of(data, "text") + "\n";
-  if (kind == "TOOL_CALLED") return prefix + "> " + string_of(data, "tool") + " " + tool_input(data) + "\n";
-  if (kind == "TOOL_FINISHED") {
-    const json::value* failed = data.if_contains("is_error");
-    const bool is_error = failed != nullptr && failed->is_bool() && failed->as_bool();
-    return (is_error ? std::string("  refused or failed:\n") : std::string()) + indented(string_of(data, "text"), 12);
+  const auto row = desk::find_event_kind(kind);
+  if (!row || row->text.empty()) {
+    if (!everything) return {};
+    return at + kind + " " + json::serialize(data) + "\n";
   }
-  if (kind == "TURN_STARTED") return prefix + "turn started\n";
-  if (kind == "TURN_FINISHED") return prefix + "turn finished: " + string_of(data, "reply") + "\n";
-  if (kind == "TURN_FAILED") return prefix + "turn failed: " + string_of(data, "error") + "\n";
-  if (kind == "TURN_STOPPED") return prefix + "turn stopped (" + string_of(data, "reason") + ")\n";
-  if (kind == "COMMAND_ANSWERED") return prefix + string_of(data, "command") + ":\n" + indented(string_of(data, "reply"), 1000);
-  if (kind == "STEERING_QUEUED") return prefix + "message queued for the running turn's next tool round\n";
-  if (kind == "STEERING_DELIVERED") return prefix + "message delivered to the running turn\n";
-  if (kind == "PROPOSAL_ACCEPTED" || kind == "PROPOSAL_REJECTED") {
-    return prefix + "proposal " + string_of(data, "proposal") + (kind == "PROPOSAL_ACCEPTED" ? " accepted" : " rejected") +
-           " by " + string_of(data, "by") + " (" + string_of(data, "path") + ")\n";
+  std::string text;
+  const std::string_view pattern = row->text;
+  for (std::size_t index = 0; index < pattern.size();) {
+    const std::size_t open = pattern.find('{', index);
+    if (open == std::string_view::npos) {
+      text += pattern.substr(index);
+      break;
+    }
+    text += pattern.substr(index, open - index);
+    const std::size_t close = pattern.find('}', open);
+    if (close == std::string_view::npos) {  // a broken template (the table's test refuses one)
+      text += pattern.substr(open);
+      break;
+    }
+    text += placeholder(pattern.substr(open + 1, close - open - 1), data, at);
+    index = close + 1;
   }
-  if (kind == "PROPOSAL_REFUSED") return prefix + "proposal " + string_of(data, "proposal") + " refused: " + string_of(data, "error") + "\n";
-  if (kind == "SCHEDULE_MISSED") {
-    return prefix + "schedule " + string_of(data, "schedule") + " missed: " + string_of(data, "reason") + "\n";
-  }
-  if (kind == "MODEL_RETRYING") return prefix + "the model call failed and is retried: " + string_of(data, "reason") + "\n";
-  if (kind == "SESSION_COMPACTED") {
-    return prefix + "the session was compacted: " + string_of(data, "messages_summarised") + " older messages summarised\n";
-  }
-  if (kind == "DESK_FAILED") return prefix + "desk failed: " + string_of(data, "error") + "\n";
-  if (kind == "DESK_STARTED" || kind == "DESK_STOPPED") return prefix + (kind == "DESK_STARTED" ? "desk started\n" : "desk stopped\n");
-  if (kind == "SESSION_ROLLED_OVER") return prefix + "new session (" + string_of(data, "reason") + ")\n";
-  if (!everything) return {};
-  return prefix + kind + " " + json::serialize(data) + "\n";
+  if (text.empty() || text.back() != '\n') text += '\n';
+  return text;
 }
 
-}  // namespace deskd::control
+}  // namespace deskd::desk
