@@ -32,6 +32,9 @@ struct TurnRunnerSettings {
   /// message before the next request (a tool call and its result are never split).
   std::uint32_t context_window_tokens = 200000;
   double compaction_share = 0.8;
+  /// A turn whose model calls have used more tokens than this (input and output, over the
+  /// runner's life) ends with an error; 0 for no budget. A subagent's budget.
+  std::uint64_t maximum_tokens = 0;
 };
 
 class ModelTurnRunner final : public desk::TurnRunner {
@@ -46,6 +49,10 @@ class ModelTurnRunner final : public desk::TurnRunner {
   boost::asio::awaitable<std::string> summarise() override;
   void resume_session(const desk::Session& session) override;
   boost::asio::awaitable<void> close() override;
+
+  /// Model calls made, and the tokens they used, over the runner's life.
+  std::uint64_t requests() const { return requests_; }
+  std::uint64_t tokens() const { return tokens_; }
 
   /// The transcript so far (for tests and the session keeper).
   const boost::json::array& transcript() const { return transcript_; }
@@ -67,6 +74,8 @@ class ModelTurnRunner final : public desk::TurnRunner {
   desk::UsageTracker* usage_;
   std::string summary_;
   boost::json::array transcript_;
+  std::uint64_t requests_ = 0;
+  std::uint64_t tokens_ = 0;
 };
 
 }  // namespace deskd::model

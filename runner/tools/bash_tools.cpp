@@ -26,6 +26,7 @@ constexpr std::string_view kCommandSchema = R"({
 class SessionTool : public Tool {
  public:
   explicit SessionTool(std::shared_ptr<BashSession> session) : session_(std::move(session)) {}
+  ToolReach reach() const override { return ToolReach::shell; }
 
  protected:
   BashSession& session() const { return *session_; }

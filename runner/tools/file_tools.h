@@ -70,6 +70,7 @@ class ReadFileTool final : public FileTool {
   static constexpr std::size_t kBinaryProbeBytes = 8 * 1024;
   using FileTool::FileTool;
   std::string_view name() const override { return "read_file"; }
+  ToolReach reach() const override { return ToolReach::reads; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -83,6 +84,7 @@ class WriteFileTool final : public FileTool {
  public:
   using FileTool::FileTool;
   std::string_view name() const override { return "write_file"; }
+  ToolReach reach() const override { return ToolReach::writes; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -99,6 +101,7 @@ class EditFileTool final : public FileTool {
   static constexpr std::size_t kMaximumFileBytes = 16 * 1024 * 1024;
   using FileTool::FileTool;
   std::string_view name() const override { return "edit_file"; }
+  ToolReach reach() const override { return ToolReach::writes; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -113,6 +116,7 @@ class ListDirectoryTool final : public FileTool {
   static constexpr std::size_t kMaximumEntries = 1000;
   using FileTool::FileTool;
   std::string_view name() const override { return "list_directory"; }
+  ToolReach reach() const override { return ToolReach::reads; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -126,6 +130,7 @@ class ProposeFileChangeTool final : public FileTool {
  public:
   using FileTool::FileTool;
   std::string_view name() const override { return "propose_file_change"; }
+  ToolReach reach() const override { return ToolReach::proposes; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
