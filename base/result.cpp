@@ -1,7 +1,6 @@
 #include "base/result.h"
 
 #include <cstring>
-#include <exception>
 
 namespace deskd {
 
@@ -12,16 +11,6 @@ Error Error::from_errno(int error_number, std::string what) {
   what += description != nullptr ? description : "unknown error";
   what += '.';
   return Error{ErrorCode::system, error_number, std::move(what)};
-}
-
-std::string describe_exception(const std::exception_ptr& failure) {
-  try {
-    std::rethrow_exception(failure);
-  } catch (const std::exception& error) {
-    return error.what();
-  } catch (...) {
-    return "an unknown error";
-  }
 }
 
 }  // namespace deskd

@@ -4,7 +4,6 @@
 // permissions). Exceptions are kept for libraries that throw, and caught at a layer's edge.
 
 #include <cassert>
-#include <exception>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -81,9 +80,6 @@ class [[nodiscard]] Result<void> {
 
 /// Shorthand for a successful Result<void>.
 inline Result<void> success() { return {}; }
-
-/// What an exception caught at a layer's edge says: its what(), or "an unknown error".
-std::string describe_exception(const std::exception_ptr& failure);
 
 }  // namespace deskd
 

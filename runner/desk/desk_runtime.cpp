@@ -3,6 +3,7 @@
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
 
+#include "base/exception_text.h"
 #include "runner/desk/desk_core.h"
 #include "runner/desk/india_time.h"
 #include "runner/desk/journal.h"

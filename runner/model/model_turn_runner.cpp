@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "base/exception_text.h"
 #include "runner/desk/event.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/usage_tracker.h"

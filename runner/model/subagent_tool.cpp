@@ -3,6 +3,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/json.hpp>
 
+#include "base/exception_text.h"
 #include "runner/desk/event_kinds.h"
 #include "runner/desk/subagent_board.h"
 #include "runner/model/model_turn_runner.h"

@@ -9,6 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "base/exception_text.h"
 #include "runner/tools/tool_registry.h"
 
 namespace deskd::model {

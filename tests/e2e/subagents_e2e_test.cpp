@@ -135,6 +135,14 @@ TEST_F(ServeE2eTest, AgentsJournalAndToolsAnswerBesideTheTurnAndStopStopsTheSuba
   EXPECT_THAT(tools.output, HasSubstr("start_subagent: starts subagents"));
   EXPECT_THAT(tools.output, HasSubstr(daemon.desk_directory("one") + "/.env"));
 
+  // The command menu and /help come from the one table, with the new commands in it.
+  const auto commands = daemon.deskctl({"commands", "one"}, 20s);
+  const auto help = daemon.deskctl({"ask", "one", "/help"}, 20s);
+  for (const char* command : {"/agents", "/journal", "/tools"}) {
+    EXPECT_THAT(commands.output, HasSubstr(command)) << commands.output;
+    EXPECT_THAT(help.output, HasSubstr(command)) << help.output;
+  }
+
   const auto stop_sent = Clock::now();
   const auto stop = daemon.deskctl({"send", "one", "/stop"});
   EXPECT_EQ(stop.exit_code, 0) << describe(stop);

@@ -77,30 +77,30 @@ TEST(SubagentBoardTest, HoldsTheLimitAndKeepsRecentOnes) {
 // A tool that waits for a partner: two calls meet only when they run at once.
 class MeetingTool final : public tools::Tool {
  public:
-  MeetingTool(asio::io_context& context, bool beside) : timer_(context), beside_(beside) {}
+  explicit MeetingTool(bool beside) : beside_(beside) {}
   std::string_view name() const override { return beside_ ? "meet" : "alone"; }
   std::string_view description() const override { return "Meets."; }
   std::string_view input_schema() const override { return R"({"type":"object"})"; }
   bool runs_beside_others() const override { return beside_; }
   asio::awaitable<tools::ToolResult> call(const json::object&) override {
     ++arrived;
+    asio::steady_timer timer(co_await asio::this_coro::executor);  // one per call: calls may overlap
     for (int tick = 0; tick < 50 && arrived < 2; ++tick) {
-      timer_.expires_after(std::chrono::milliseconds(2));
-      co_await timer_.async_wait(asio::use_awaitable);
+      timer.expires_after(std::chrono::milliseconds(2));
+      co_await timer.async_wait(asio::use_awaitable);
     }
     co_return tools::ToolResult::success(arrived >= 2 ? "met" : "alone");
   }
   int arrived = 0;
 
  private:
-  asio::steady_timer timer_;
   bool beside_;
 };
 
 TEST(ToolRoundTest, CallsThatMayRunBesideEachOtherRunAtOnce) {
   asio::io_context context;
   auto registry = std::make_shared<tools::ToolRegistry>();
-  registry->add(std::make_unique<MeetingTool>(context, true));
+  registry->add(std::make_unique<MeetingTool>(true));
   const std::vector<ToolCall> calls{{"c1", "meet", {}}, {"c2", "meet", {}}};
   std::vector<std::size_t> started, finished;
   const ToolRoundWatch watch{[&](std::size_t index) { started.push_back(index); },
@@ -116,7 +116,7 @@ TEST(ToolRoundTest, CallsThatMayRunBesideEachOtherRunAtOnce) {
 TEST(ToolRoundTest, OtherCallsRunOneAfterAnother) {
   asio::io_context context;
   auto registry = std::make_shared<tools::ToolRegistry>();
-  registry->add(std::make_unique<MeetingTool>(context, false));
+  registry->add(std::make_unique<MeetingTool>(false));
   const std::vector<ToolCall> calls{{"c1", "alone", {}}, {"c2", "alone", {}}};
   const auto results = wait(context, run_tool_round(registry, calls, {}));
   EXPECT_EQ(results[0].text, "alone");
