@@ -10,13 +10,13 @@
 
 namespace deskd {
 
-Result<void> write_file_atomically(const std::filesystem::path& file, std::string_view contents, std::string_view what) {
+Result<void> write_file_atomically(const std::filesystem::path& file, std::string_view contents,
+                                   std::string_view what) {
   const std::filesystem::path folder = file.has_parent_path() ? file.parent_path() : ".";
   const std::filesystem::path temporary = folder / ("." + file.filename().native() + ".tmp");
   const std::string named = std::string(what) + " (" + file.native() + ")";
-  UniqueFd fd(retry_on_eintr([&] {
-    return ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  }));
+  UniqueFd fd(retry_on_eintr(
+      [&] { return ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600); }));
   if (!fd) return Error::from_errno(errno, "Saving " + named + ": " + temporary.native() + " could not be created");
   const auto fail = [&](const std::string& step) {
     const int error_number = errno;

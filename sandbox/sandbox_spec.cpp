@@ -112,7 +112,8 @@ SandboxSpecBuilder& SandboxSpecBuilder::network(NetworkMode mode) {
 
 SandboxSpecBuilder& SandboxSpecBuilder::memory_limit(std::uint64_t bytes) {
   if (bytes < (limit_bounds::kMinimumMemoryMebibytes << 20)) {
-    problems_.push_back("the memory limit must be at least " + std::to_string(limit_bounds::kMinimumMemoryMebibytes) + "M");
+    problems_.push_back("the memory limit must be at least " + std::to_string(limit_bounds::kMinimumMemoryMebibytes) +
+                        "M");
   }
   spec_.limits.memory_bytes = bytes;
   return *this;
@@ -120,8 +121,8 @@ SandboxSpecBuilder& SandboxSpecBuilder::memory_limit(std::uint64_t bytes) {
 
 SandboxSpecBuilder& SandboxSpecBuilder::process_limit(std::uint64_t processes) {
   if (processes < limit_bounds::kMinimumProcesses || processes > limit_bounds::kMaximumProcesses) {
-    problems_.push_back("the process limit must be between " + std::to_string(limit_bounds::kMinimumProcesses) + " and " +
-                        std::to_string(limit_bounds::kMaximumProcesses));
+    problems_.push_back("the process limit must be between " + std::to_string(limit_bounds::kMinimumProcesses) +
+                        " and " + std::to_string(limit_bounds::kMaximumProcesses));
   }
   spec_.limits.processes = processes;
   return *this;
@@ -143,8 +144,8 @@ SandboxSpecBuilder& SandboxSpecBuilder::file_size_limit(std::uint64_t bytes) {
 
 SandboxSpecBuilder& SandboxSpecBuilder::open_files_limit(std::uint64_t files) {
   if (files < limit_bounds::kMinimumOpenFiles || files > limit_bounds::kMaximumOpenFiles) {
-    problems_.push_back("the open files limit must be between " + std::to_string(limit_bounds::kMinimumOpenFiles) + " and " +
-                        std::to_string(limit_bounds::kMaximumOpenFiles));
+    problems_.push_back("the open files limit must be between " + std::to_string(limit_bounds::kMinimumOpenFiles) +
+                        " and " + std::to_string(limit_bounds::kMaximumOpenFiles));
   }
   spec_.limits.open_files = files;
   return *this;

@@ -261,7 +261,8 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
   // The bounds of sandbox::SandboxSpecBuilder, so `deskd check` finds a bad value first.
   namespace bounds = sandbox::limit_bounds;
   constexpr std::int64_t kMaximumMebibytes = std::int64_t{1} << 40;
-  if (auto megabytes = reader.whole("memory_mb", static_cast<std::int64_t>(bounds::kMinimumMemoryMebibytes), kMaximumMebibytes)) {
+  if (auto megabytes =
+          reader.whole("memory_mb", static_cast<std::int64_t>(bounds::kMinimumMemoryMebibytes), kMaximumMebibytes)) {
     sandbox.memory_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
   }
   // "none" is the one way to a desk without a quota; whether this deskd can give one is

@@ -16,8 +16,8 @@
 #include "runner/app/config_reader.h"
 #include "runner/app/config_world.h"
 #include "runner/desk/market_status.h"
-#include "runner/model/http_client.h"
 #include "runner/desk/subagent_board.h"
+#include "runner/model/http_client.h"
 
 namespace deskd::app::config_detail {
 namespace {
@@ -198,7 +198,8 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const Sandbo
   if (auto seconds = reader.number("stall_timeout_seconds", {0, true, 7 * kSecondsInADay})) {
     desk.stall_timeout = std::chrono::milliseconds(std::llround(*seconds * 1000));
   }
-  if (auto subagents = reader.whole("maximum_subagents", 0, static_cast<std::int64_t>(desk::SubagentBoard::kMaximumLimit))) {
+  if (auto subagents =
+          reader.whole("maximum_subagents", 0, static_cast<std::int64_t>(desk::SubagentBoard::kMaximumLimit))) {
     desk.maximum_subagents = static_cast<std::size_t>(*subagents);
   }
   if (auto minutes = reader.whole("catch_up_minutes", 0, 7 * 24 * 60)) {

@@ -75,7 +75,8 @@ void Daemon::reload(const std::string& who, std::function<void(Result<control::R
   asio::co_spawn(executor_, reload_and_answer(who, std::move(done)), asio::detached);
 }
 
-asio::awaitable<void> Daemon::reload_and_answer(std::string who, std::function<void(Result<control::ReloadOutcome>)> done) {
+asio::awaitable<void> Daemon::reload_and_answer(std::string who,
+                                                std::function<void(Result<control::ReloadOutcome>)> done) {
   std::optional<Result<control::ReloadOutcome>> result;
   if (stopping_) {
     result.emplace(refused("deskd is stopping; it reloads nothing."));

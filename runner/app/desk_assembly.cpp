@@ -79,16 +79,16 @@ void add_subagent_tool(boost::asio::any_io_executor executor, const DeskConfig& 
                        AssembledDesk& desk, const Clock& clock, tools::ToolRegistry& registry) {
   desk.subagents = std::make_shared<desk::SubagentBoard>(desk_config.maximum_subagents);
   if (desk_config.maximum_subagents == 0) return;
-  auto make_tools = [executor, tool_settings](const std::vector<std::string>& names)
-      -> Result<std::shared_ptr<tools::ToolRegistry>> {
+  auto make_tools =
+      [executor, tool_settings](const std::vector<std::string>& names) -> Result<std::shared_ptr<tools::ToolRegistry>> {
     auto tools = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(executor, tool_settings));
     if (!names.empty()) DESKD_RETURN_IF_ERROR(tools->keep_only(names));
     return tools;
   };
   // The script model plays the script's lines for the subagent's task; a real provider is
   // built again from the desk's [model] (its own connection), the same model and key.
-  auto make_provider = [executor, model = desk_config.model, provider](const std::string& task)
-      -> Result<std::shared_ptr<model::ModelProvider>> {
+  auto make_provider = [executor, model = desk_config.model,
+                        provider](const std::string& task) -> Result<std::shared_ptr<model::ModelProvider>> {
     if (auto* script = dynamic_cast<model::ScriptProvider*>(provider.get())) {
       return std::shared_ptr<model::ModelProvider>(script->for_subagent(task));
     }
@@ -96,8 +96,9 @@ void add_subagent_tool(boost::asio::any_io_executor executor, const DeskConfig& 
   };
   model::SubagentSettings settings;
   settings.system_prompt = subagent_prompt(desk_config);
-  registry.add(std::make_unique<model::StartSubagentTool>(desk.subagents, std::move(make_provider), std::move(make_tools),
-                                                          desk.usage_tracker.get(), clock, std::move(settings)));
+  registry.add(std::make_unique<model::StartSubagentTool>(desk.subagents, std::move(make_provider),
+                                                          std::move(make_tools), desk.usage_tracker.get(), clock,
+                                                          std::move(settings)));
 }
 
 }  // namespace

@@ -75,7 +75,8 @@ Result<json::object> answer_status(ControlService& service, const ControlRequest
   if (!request.desk || request.desk->empty()) {
     const DaemonStatus status = service.daemon_status();
     return json::object{
-        {"status", json::object{{"time", status.time}, {"stopping", status.stopping}, {"desks", summaries_reply(status.desks)}}}};
+        {"status",
+         json::object{{"time", status.time}, {"stopping", status.stopping}, {"desks", summaries_reply(status.desks)}}}};
   }
   return reply("status", service.status(*request.desk), status_reply);
 }
@@ -87,17 +88,19 @@ Result<json::object> answer_send(ControlService& service, const ControlRequest& 
 Result<json::object> answer_commands(ControlService& service, const ControlRequest& request, const std::string&) {
   return reply("commands", service.commands(*request.desk), [](const std::vector<desk::CommandEntry>& entries) {
     json::array list;
-    for (const auto& entry : entries) list.push_back(json::object{{"name", entry.name}, {"description", entry.description}});
+    for (const auto& entry : entries)
+      list.push_back(json::object{{"name", entry.name}, {"description", entry.description}});
     return list;
   });
 }
 
 Result<json::object> answer_proposals(ControlService& service, const ControlRequest& request, const std::string&) {
-  return reply("proposals", service.proposals(request.desk.value_or("")), [](const std::vector<tools::Proposal>& stored) {
-    json::array list;
-    for (const auto& proposal : stored) list.push_back(proposal_reply(proposal));
-    return list;
-  });
+  return reply("proposals", service.proposals(request.desk.value_or("")),
+               [](const std::vector<tools::Proposal>& stored) {
+                 json::array list;
+                 for (const auto& proposal : stored) list.push_back(proposal_reply(proposal));
+                 return list;
+               });
 }
 
 Result<json::object> answer_accept(ControlService& service, const ControlRequest& request, const std::string& sender) {

@@ -35,7 +35,8 @@ struct ControlOp {
   unsigned needs;
   OpAnswer how;
   /// For `now`: asks the service on behalf of `sender` and builds the reply's fields.
-  Result<boost::json::object> (*answer)(ControlService& service, const ControlRequest& request, const std::string& sender);
+  Result<boost::json::object> (*answer)(ControlService& service, const ControlRequest& request,
+                                        const std::string& sender);
 };
 
 /// Every operation, in the order `deskctl` and the errors list them.

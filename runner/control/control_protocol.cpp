@@ -48,7 +48,8 @@ ParsedRequest parse_control_request(std::string_view line) {
   const ControlOp* operation_row = find_control_op(parsed.request.op);
   if (operation_row == nullptr) {
     parsed.problem_code = std::string(code::kUnknownOperation);
-    parsed.problem = "Unknown operation '" + parsed.request.op.substr(0, 100) + "'; the operations are " + control_op_names() + ".";
+    parsed.problem =
+        "Unknown operation '" + parsed.request.op.substr(0, 100) + "'; the operations are " + control_op_names() + ".";
     return parsed;
   }
   ControlRequest& request = parsed.request;

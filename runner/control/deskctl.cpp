@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "runner/control/control_client.h"
-#include "runner/desk/event_text.h"
 #include "runner/desk/event_kinds.h"
+#include "runner/desk/event_text.h"
 
 namespace deskd::control {
 
@@ -268,8 +268,9 @@ int ask(ControlClient& client, const Options& options) {
     const json::value* data_value = event.if_contains("data");
     const bool about_ours = data_value != nullptr && data_value->is_object() && text_of(data_value->as_object(), "trigger") == trigger;
     if (about_ours && (kind == event_kind::kTurnStarted || kind == event_kind::kSteeringQueued)) mine = true;
-    const bool ends = about_ours && (kind == event_kind::kTurnFinished || kind == event_kind::kTurnFailed || kind == event_kind::kTurnStopped ||
-                                     kind == event_kind::kCommandAnswered || kind == event_kind::kTriggerFinished);
+    const bool ends = about_ours && (kind == event_kind::kTurnFinished || kind == event_kind::kTurnFailed ||
+                                     kind == event_kind::kTurnStopped || kind == event_kind::kCommandAnswered ||
+                                     kind == event_kind::kTriggerFinished);
     // Another client's command answered beside our turn is not part of it.
     const bool others_answer = kind == event_kind::kCommandAnswered && !about_ours;
     if ((mine && !others_answer) || ends || kind == event_kind::kDeskStopped) {

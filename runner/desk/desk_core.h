@@ -89,8 +89,8 @@ std::vector<CommandEntry> catalogue(const DeskCore& core);
 
 /// Answers `trigger` with what `work` returns, beside the running turn; cancelled (and
 /// waited for) when the desk stops. A failure is answered as `failure_prefix` + why.
-void answer_beside(DeskCore& core, const Trigger& trigger, std::string command, boost::asio::awaitable<std::string> work,
-                   std::string failure_prefix);
+void answer_beside(DeskCore& core, const Trigger& trigger, std::string command,
+                   boost::asio::awaitable<std::string> work, std::string failure_prefix);
 
 /// The commands that read the desk's parts (part_commands.cpp): /agents, /tools, and
 /// /journal [N] [KIND], which reads the journal off the event loop.

@@ -62,7 +62,6 @@ bool is_cancellation(const std::exception_ptr& error) {
   }
 }
 
-
 }  // namespace
 
 std::string_view desk_state_name(DeskState state) {
@@ -76,7 +75,7 @@ std::string_view desk_state_name(DeskState state) {
 }
 
 DeskCore::DeskCore(asio::any_io_executor executor_in, DeskSettings settings_in, EventBus& bus_in,
-                        std::shared_ptr<TurnRunner> runner_in, const Clock& clock_in, DeskParts parts_in)
+                   std::shared_ptr<TurnRunner> runner_in, const Clock& clock_in, DeskParts parts_in)
     : executor(std::move(executor_in)),
       settings(std::move(settings_in)),
       bus(bus_in),

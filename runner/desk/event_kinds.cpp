@@ -18,8 +18,8 @@ constexpr EventKindInfo kEventKinds[] = {DESKD_EVENT_KINDS(DESKD_EVENT_KIND_ROW)
 std::span<const EventKindInfo> event_kinds() { return kEventKinds; }
 
 std::optional<EventKindInfo> find_event_kind(std::string_view name) {
-  const auto* found =
-      std::find_if(std::begin(kEventKinds), std::end(kEventKinds), [&](const EventKindInfo& row) { return row.name == name; });
+  const auto* found = std::find_if(std::begin(kEventKinds), std::end(kEventKinds),
+                                   [&](const EventKindInfo& row) { return row.name == name; });
   if (found == std::end(kEventKinds)) return std::nullopt;
   return *found;
 }

@@ -30,7 +30,9 @@ std::optional<Event> parsed_event(std::string_view line) {
 // Up to `count` events from the end of the file, newest first.
 void read_from_end(const fs::path& path, std::size_t count, std::uint64_t maximum_bytes, std::string_view only_kind,
                    std::vector<Event>& events) {
-  const auto wanted = [&](const std::optional<Event>& event) { return event && (only_kind.empty() || event->kind == only_kind); };
+  const auto wanted = [&](const std::optional<Event>& event) {
+    return event && (only_kind.empty() || event->kind == only_kind);
+  };
   const UniqueFd fd(retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); }));
   struct stat status {};
   if (!fd || ::fstat(fd.get(), &status) != 0 || !S_ISREG(status.st_mode)) return;
@@ -53,7 +55,8 @@ void read_from_end(const fs::path& path, std::size_t count, std::uint64_t maximu
     while (found < count && line_end > 0) {
       const std::size_t newline = rest.rfind('\n', line_end - 1);
       if (newline == std::string::npos) break;
-      if (auto event = parsed_event(std::string_view(rest).substr(newline + 1, line_end - newline - 1)); wanted(event)) {
+      if (auto event = parsed_event(std::string_view(rest).substr(newline + 1, line_end - newline - 1));
+          wanted(event)) {
         events.push_back(std::move(*event));
         ++found;
       }

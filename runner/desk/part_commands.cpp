@@ -50,8 +50,8 @@ Result<JournalQuery> parse_journal_query(const std::string& arguments) {
     } else {
       std::string kinds;
       for (const EventKindInfo& row : event_kinds()) kinds += (kinds.empty() ? "" : ", ") + std::string(row.name);
-      return Error::make(ErrorCode::invalid_argument,
-                         "Use /journal [N] [KIND]; '" + word.substr(0, 60) + "' is neither a count nor a kind (" + kinds + ").");
+      return Error::make(ErrorCode::invalid_argument, "Use /journal [N] [KIND]; '" + word.substr(0, 60) +
+                                                          "' is neither a count nor a kind (" + kinds + ").");
     }
   }
   return query;
@@ -60,7 +60,8 @@ Result<JournalQuery> parse_journal_query(const std::string& arguments) {
 std::string journal_text(const std::filesystem::path& path, const JournalQuery& query) {
   const PastEvents past = read_recent_events({path}, query.count, 4 * 1024 * 1024, query.kind);
   if (past.events.empty()) {
-    return query.kind.empty() ? std::string("The journal holds no events yet.") : "The journal's recent part holds no " + query.kind + " event.";
+    return query.kind.empty() ? std::string("The journal holds no events yet.")
+                              : "The journal's recent part holds no " + query.kind + " event.";
   }
   std::string text = "The last " + std::to_string(past.events.size()) + (query.kind.empty() ? "" : " " + query.kind) +
                      " journal entries, oldest first:\n";
@@ -83,7 +84,8 @@ std::string journal_text(const std::filesystem::path& path, const JournalQuery& 
 }
 
 // The file is read on the desk's worker, off the loop every desk shares.
-asio::awaitable<std::string> read_journal(std::filesystem::path path, JournalQuery query, asio::any_io_executor worker) {
+asio::awaitable<std::string> read_journal(std::filesystem::path path, JournalQuery query,
+                                          asio::any_io_executor worker) {
   auto job = [path, query]() -> asio::awaitable<std::string> { co_return journal_text(path, query); };
   co_return co_await asio::co_spawn(worker, std::move(job), asio::use_awaitable);
 }
@@ -110,7 +112,8 @@ void answer_journal(DeskCore& core, const Trigger& trigger, const std::string& a
     core.answer(trigger, "/journal", "This desk keeps no journal.");
     return core.finish(trigger);
   }
-  answer_beside(core, trigger, "/journal", read_journal(core.parts.journal->path(), *query, core.worker->get_executor()),
+  answer_beside(core, trigger, "/journal",
+                read_journal(core.parts.journal->path(), *query, core.worker->get_executor()),
                 "The journal could not be read: ");
 }
 

@@ -97,7 +97,8 @@ bool SessionKeeper::needs_rollover() const {
 boost::asio::awaitable<std::string> SessionKeeper::roll_over(TurnRunner& runner) {
   std::string summary = co_await runner.summarise();
   const auto archived = folder_ / "archive" / (session_.id + ".json");
-  if (auto saved = write_file_atomically(archived, json::serialize(to_json(session_)), "the archived session"); !saved.ok()) {
+  if (auto saved = write_file_atomically(archived, json::serialize(to_json(session_)), "the archived session");
+      !saved.ok()) {
     throw std::runtime_error(saved.error().what);
   }
   session_ = new_session(std::move(summary));

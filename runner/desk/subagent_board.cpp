@@ -12,9 +12,9 @@ Result<std::string> SubagentBoard::start(std::string task, std::chrono::system_c
     return Error::make(ErrorCode::refused, "This desk may not start subagents (subagents = 0 in its config).");
   }
   if (running_.size() >= limit_) {
-    return Error::make(ErrorCode::refused,
-                       std::to_string(running_.size()) + " subagents already run, the most this desk allows at once; "
-                       "wait for one to finish.");
+    return Error::make(ErrorCode::refused, std::to_string(running_.size()) +
+                                               " subagents already run, the most this desk allows at once; "
+                                               "wait for one to finish.");
   }
   SubagentRecord record;
   record.id = "sa-" + random_hex(4);
@@ -35,7 +35,8 @@ void SubagentBoard::update(const std::string& id, std::uint64_t turns, std::uint
 
 void SubagentBoard::end(const std::string& id, std::string state) {
   const std::lock_guard lock(mutex_);
-  const auto found = std::find_if(running_.begin(), running_.end(), [&](const SubagentRecord& record) { return record.id == id; });
+  const auto found =
+      std::find_if(running_.begin(), running_.end(), [&](const SubagentRecord& record) { return record.id == id; });
   if (found == running_.end()) return;
   SubagentRecord record = std::move(*found);
   running_.erase(found);
@@ -72,7 +73,8 @@ std::string SubagentBoard::describe(std::chrono::system_clock::time_point now) c
     text += "\n" + record.id + "  " + record.state + "  " + std::to_string(record.turns) + " turns  " +
             std::to_string(record.tokens) + " tokens";
     if (record.state == "running") {
-      text += "  " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - record.started).count()) + " s";
+      text +=
+          "  " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - record.started).count()) + " s";
     }
     text += "  " + task;
   }

@@ -24,8 +24,8 @@ struct SubagentRecord {
   std::string id;  ///< "sa-" + 8 hex digits
   std::string task;
   std::string state = "running";  ///< running, finished, failed, stopped
-  std::uint64_t turns = 0;         ///< model calls so far
-  std::uint64_t tokens = 0;        ///< input + output tokens so far
+  std::uint64_t turns = 0;        ///< model calls so far
+  std::uint64_t tokens = 0;       ///< input + output tokens so far
   std::chrono::system_clock::time_point started{};
 };
 

@@ -199,7 +199,9 @@ Result<void> UsageTracker::record(std::string_view model, const Usage& usage) {
   return save();
 }
 
-Result<void> UsageTracker::save() const { return write_file_atomically(file_, to_json(date_, models_), "today's usage"); }
+Result<void> UsageTracker::save() const {
+  return write_file_atomically(file_, to_json(date_, models_), "today's usage");
+}
 
 DailyUsage UsageTracker::today() const {
   std::lock_guard lock(mutex_);

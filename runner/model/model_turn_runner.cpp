@@ -24,7 +24,6 @@ json::object text_message(const char* role, const std::string& text) {
   return {{"role", role}, {"content", json::array{json::object{{"type", "text"}, {"text", text}}}}};
 }
 
-
 bool is_message(const json::value& message, std::string_view role) {
   const json::object* object = message.if_object();
   const json::value* found = object != nullptr ? object->if_contains("role") : nullptr;
@@ -136,11 +135,14 @@ ToolRoundWatch told_to(desk::TurnContext& context, const std::vector<ToolCall>& 
                         {{"tool", calls[index].name}, {"id", calls[index].id}, {"input", calls[index].input}});
       },
       [&context, &calls, &results, maximum_result_bytes](std::size_t index, const tools::ToolResult& result) {
-        json::object finished{{"tool", calls[index].name}, {"id", calls[index].id}, {"is_error", result.is_error},
+        json::object finished{{"tool", calls[index].name},
+                              {"id", calls[index].id},
+                              {"is_error", result.is_error},
                               {"text", cut(result.text, 2000)}};
         if (result.exit_status) finished["exit_status"] = *result.exit_status;
         context.publish(desk::event_kind::kToolFinished, std::move(finished));
-        results.push_back(json::object{{"type", "tool_result"}, {"tool_use_id", calls[index].id},
+        results.push_back(json::object{{"type", "tool_result"},
+                                       {"tool_use_id", calls[index].id},
                                        {"content", cut(result.text, maximum_result_bytes)},
                                        {"is_error", result.is_error}});
       }};
@@ -203,7 +205,8 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
   if (failure) {
     // The session stays one a model accepts: every tool call it holds has its result, the
     // real one where the tool ran. (A request with a tool call and no result is refused.)
-    answer_open_tool_calls(transcript_, std::move(results), "the turn ended before it ran (" + describe_exception(failure) + ")");
+    answer_open_tool_calls(transcript_, std::move(results),
+                           "the turn ended before it ran (" + describe_exception(failure) + ")");
     if (keeper_ != nullptr) (void)keeper_->save_transcript(transcript_);
     std::rethrow_exception(failure);
   }
@@ -274,7 +277,8 @@ awaitable<void> ModelTurnRunner::compact_if_needed(const ModelResponse& response
   if (failure && state.cancelled() != boost::asio::cancellation_type::none) std::rethrow_exception(failure);
   if (failure || summary.text.empty()) {
     context.publish(desk::event_kind::kSessionCompactionFailed,
-                    {{"error", failure ? "The summary failed: " + describe_exception(failure) : std::string("The summary came back empty.")},
+                    {{"error", failure ? "The summary failed: " + describe_exception(failure)
+                                       : std::string("The summary came back empty.")},
                      {"input_tokens", static_cast<std::uint64_t>(used)}});
     co_return;
   }
@@ -297,7 +301,8 @@ awaitable<void> ModelTurnRunner::compact_if_needed(const ModelResponse& response
   for (std::size_t index = first_kept; index < transcript_.size(); ++index) kept.push_back(transcript_[index]);
   const std::size_t summarised = *split;
   transcript_ = std::move(kept);
-  context.publish(desk::event_kind::kSessionCompacted, {{"messages_summarised", summarised}, {"input_tokens", static_cast<std::uint64_t>(used)}});
+  context.publish(desk::event_kind::kSessionCompacted,
+                  {{"messages_summarised", summarised}, {"input_tokens", static_cast<std::uint64_t>(used)}});
 }
 
 awaitable<std::string> ModelTurnRunner::side_question(std::string question) {

@@ -1,7 +1,7 @@
 #include "runner/model/script_provider.h"
 
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <fstream>
 #include <sstream>
 

@@ -70,7 +70,8 @@ Result<Request> read_request(const json::object& input, const SubagentSettings& 
     return Error::make(ErrorCode::invalid_argument, "start_subagent needs a task that says what to do.");
   }
   if (request.task.size() > settings.maximum_task_characters) {
-    return Error::make(ErrorCode::invalid_argument, "The task is longer than " + std::to_string(settings.maximum_task_characters) +
+    return Error::make(ErrorCode::invalid_argument, "The task is longer than " +
+                                                        std::to_string(settings.maximum_task_characters) +
                                                         " characters; write it shorter or put the details in a file.");
   }
   if (const json::value* names = input.if_contains("tools"); names != nullptr && !names->is_null()) {
@@ -78,7 +79,8 @@ Result<Request> read_request(const json::object& input, const SubagentSettings& 
       return Error::make(ErrorCode::invalid_argument, "start_subagent's 'tools' must be a list of tool names.");
     }
     for (const json::value& name : names->as_array()) {
-      if (!name.is_string()) return Error::make(ErrorCode::invalid_argument, "start_subagent's 'tools' must be a list of tool names.");
+      if (!name.is_string())
+        return Error::make(ErrorCode::invalid_argument, "start_subagent's 'tools' must be a list of tool names.");
       if (name.as_string() == StartSubagentTool::kName) {
         return Error::make(ErrorCode::refused, "A subagent may not start subagents of its own.");
       }
@@ -91,7 +93,6 @@ Result<Request> read_request(const json::object& input, const SubagentSettings& 
   request.tokens = std::min(tokens.value_or(settings.default_tokens), settings.maximum_tokens);
   return request;
 }
-
 
 }  // namespace
 
@@ -132,7 +133,9 @@ awaitable<tools::ToolResult> StartSubagentTool::call(const json::object& input) 
   json::array tool_names;
   for (const auto& tool : (*tools)->tools()) tool_names.emplace_back(tool->name());
   board_->publish(*id, desk::event_kind::kSubagentStarted,
-                  {{"task", request->task}, {"tools", std::move(tool_names)}, {"max_turns", request->turns},
+                  {{"task", request->task},
+                   {"tools", std::move(tool_names)},
+                   {"max_turns", request->turns},
                    {"max_tokens", request->tokens}});
 
   std::string reply;
@@ -153,12 +156,16 @@ awaitable<tools::ToolResult> StartSubagentTool::call(const json::object& input) 
   const std::string state = stopped ? "stopped" : failure ? "failed" : "finished";
   board_->end(*id, state);
   json::object finished{{"state", state}, {"turns", runner.requests()}, {"tokens", runner.tokens()}};
-  if (failure) finished["error"] = stopped ? std::string("stopped with the turn") : describe_exception(failure);
-  else finished["reply"] = reply;
+  if (failure)
+    finished["error"] = stopped ? std::string("stopped with the turn") : describe_exception(failure);
+  else
+    finished["reply"] = reply;
   board_->publish(*id, desk::event_kind::kSubagentFinished, std::move(finished));
-  const std::string counts = " (" + std::to_string(runner.requests()) + " model calls, " + std::to_string(runner.tokens()) + " tokens)";
+  const std::string counts =
+      " (" + std::to_string(runner.requests()) + " model calls, " + std::to_string(runner.tokens()) + " tokens)";
   if (stopped) co_return tools::ToolResult::failure("Subagent " + *id + " was stopped with the turn" + counts + ".");
-  if (failure) co_return tools::ToolResult::failure("Subagent " + *id + " failed: " + describe_exception(failure) + counts);
+  if (failure)
+    co_return tools::ToolResult::failure("Subagent " + *id + " failed: " + describe_exception(failure) + counts);
   co_return tools::ToolResult::success("Subagent " + *id + " answered" + counts + ":\n" + reply);
 }
 

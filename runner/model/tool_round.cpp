@@ -24,13 +24,13 @@ bool runs_beside_others(const tools::ToolRegistry* registry, const ToolCall& cal
   return tool != nullptr && tool->runs_beside_others();
 }
 
-
 // Calls that run at once, each in a coroutine of its own (so that each has its own
 // cancellation: a /stop reaches every one, and each may tidy up before it ends).
 awaitable<void> run_together(std::shared_ptr<tools::ToolRegistry> registry, std::span<const ToolCall> calls,
                              std::span<tools::ToolResult> results, const ToolRoundWatch& watch, std::size_t first) {
   struct Together {
-    explicit Together(const asio::any_io_executor& executor) : all_done(executor, asio::steady_timer::time_point::max()) {}
+    explicit Together(const asio::any_io_executor& executor)
+        : all_done(executor, asio::steady_timer::time_point::max()) {}
     asio::steady_timer all_done;
     std::size_t running = 0;
     std::vector<tools::ToolResult> results;
@@ -45,11 +45,13 @@ awaitable<void> run_together(std::shared_ptr<tools::ToolRegistry> registry, std:
     auto stop = std::make_shared<asio::cancellation_signal>();
     together->stops.push_back(stop);
     asio::co_spawn(executor, registry->call(calls[index].name, calls[index].input),
-                   asio::bind_cancellation_slot(stop->slot(), [together, index](std::exception_ptr error, tools::ToolResult result) {
-                     together->results[index] =
-                         error ? tools::ToolResult::failure("The tool call ended: " + describe_exception(error)) : std::move(result);
-                     if (--together->running == 0) together->all_done.cancel();
-                   }));
+                   asio::bind_cancellation_slot(
+                       stop->slot(), [together, index](std::exception_ptr error, tools::ToolResult result) {
+                         together->results[index] =
+                             error ? tools::ToolResult::failure("The tool call ended: " + describe_exception(error))
+                                   : std::move(result);
+                         if (--together->running == 0) together->all_done.cancel();
+                       }));
   }
   // Every call is waited for, even once the round is cancelled: they use `calls`.
   co_await asio::this_coro::throw_if_cancelled(false);

@@ -33,7 +33,8 @@ std::string joined(const std::vector<std::filesystem::path>& paths) {
 std::string writable_places(const policy::Confinement& confinement) {
   std::string text;
   for (const auto& place : confinement.writable_places()) {
-    text += (text.empty() ? "" : ", ") + place.path.native() + (place.kind == policy::WritablePlace::Kind::folder ? "/" : "");
+    text += (text.empty() ? "" : ", ") + place.path.native() +
+            (place.kind == policy::WritablePlace::Kind::folder ? "/" : "");
   }
   return text;
 }
@@ -47,7 +48,8 @@ std::string reach_text(ToolReach reach, const sandbox::SandboxSpec& spec) {
              "; writes only its writable places and its own /tmp; network: " +
              (spec.network == sandbox::NetworkMode::none ? "none (loopback only)" : "the host's");
     case ToolReach::reads:
-      return "reads inside " + confinement.desk_directory().native() + " and what the sandbox shows, never a hidden path";
+      return "reads inside " + confinement.desk_directory().native() +
+             " and what the sandbox shows, never a hidden path";
     case ToolReach::writes: return "writes only " + writable_places(confinement);
     case ToolReach::proposes:
       return "proposes a change to a file of the desk it may not write; a person accepts or rejects it";
@@ -62,7 +64,8 @@ std::string reach_text(ToolReach reach, const sandbox::SandboxSpec& spec) {
 
 std::string describe_tool_reach(const ToolRegistry& registry, const sandbox::SandboxSpec& spec) {
   std::string text = "Tools, and what each may touch:";
-  for (const auto& tool : registry.tools()) text += "\n" + std::string(tool->name()) + ": " + reach_text(tool->reach(), spec);
+  for (const auto& tool : registry.tools())
+    text += "\n" + std::string(tool->name()) + ": " + reach_text(tool->reach(), spec);
   text += "\nDesk folder: " + spec.confinement.desk_directory().native();
   text += "\nWritable places: " + writable_places(spec.confinement);
   text += "\nHidden paths (never readable, by any tool): " + joined(spec.hidden_paths);

@@ -31,7 +31,8 @@ Result<void> ToolRegistry::keep_only(const std::vector<std::string>& names) {
   }
   std::vector<std::unique_ptr<Tool>> kept;
   for (const std::string& name : names) {
-    const auto found = std::find_if(tools_.begin(), tools_.end(), [&](const auto& tool) { return tool && tool->name() == name; });
+    const auto found =
+        std::find_if(tools_.begin(), tools_.end(), [&](const auto& tool) { return tool && tool->name() == name; });
     if (found != tools_.end()) kept.push_back(std::move(*found));  // a name given twice is kept once
   }
   tools_ = std::move(kept);

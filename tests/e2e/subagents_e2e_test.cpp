@@ -29,8 +29,10 @@ std::string subagent_call(const std::string& task) {
 
 // A subagent's script line: one bash command, then its answer.
 std::string subagent_line(const std::string& task, const std::string& command, const std::string& answer) {
-  return R"({"subagent": ")" + task + R"(", "steps": [{"tool_calls": [)" + bash_call(command) + R"(]}, {"text": ")" + answer +
-         R"("}]})" "\n";
+  return R"({"subagent": ")" + task + R"(", "steps": [{"tool_calls": [)" + bash_call(command) + R"(]}, {"text": ")" +
+         answer +
+         R"("}]})"
+         "\n";
 }
 
 // Waits (up to 10 s) for the other subagent's mark: only subagents that run at once meet.
@@ -48,11 +50,13 @@ std::vector<json::object> subagent_events(const std::vector<json::object>& journ
 }
 
 TEST_F(ServeE2eTest, TwoSubagentsRunAtOnceAndTheirAnswersComeBackAsToolResults) {
-  const std::string script =
-      R"({"steps": [{"text": "delegating", "tool_calls": [)" + subagent_call("alpha") + ", " + subagent_call("beta") + ", " +
-      subagent_call("gamma") + R"(]}, {"text": "both answered"}]})" "\n" +
-      subagent_line("alpha", meet("alpha", "beta"), "alpha answer") + subagent_line("beta", meet("beta", "alpha"), "beta answer") +
-      subagent_line("gamma", "echo gamma-ran", "gamma answer");
+  const std::string script = R"({"steps": [{"text": "delegating", "tool_calls": [)" + subagent_call("alpha") + ", " +
+                             subagent_call("beta") + ", " + subagent_call("gamma") +
+                             R"(]}, {"text": "both answered"}]})"
+                             "\n" +
+                             subagent_line("alpha", meet("alpha", "beta"), "alpha answer") +
+                             subagent_line("beta", meet("beta", "alpha"), "beta answer") +
+                             subagent_line("gamma", "echo gamma-ran", "gamma answer");
   ServeDaemon daemon({{"one", script, "maximum_subagents = 2\n"}});
   ASSERT_NO_FATAL_FAILURE(start(daemon));
   const auto ask = daemon.deskctl({"ask", "one", "split the work"}, 60s);
@@ -77,7 +81,8 @@ TEST_F(ServeE2eTest, TwoSubagentsRunAtOnceAndTheirAnswersComeBackAsToolResults) 
   // Both ran at once (each saw the other's mark), each in its own bash, journaled under the
   // desk with its id.
   std::string subagent_output;
-  for (const auto& event : subagent_events(journal, "TOOL_FINISHED")) subagent_output += event_data(event, "text") + "\n";
+  for (const auto& event : subagent_events(journal, "TOOL_FINISHED"))
+    subagent_output += event_data(event, "text") + "\n";
   EXPECT_THAT(subagent_output, HasSubstr("alpha-met-beta"));
   EXPECT_THAT(subagent_output, HasSubstr("beta-met-alpha"));
   const auto started = subagent_events(journal, "SUBAGENT_STARTED");
@@ -92,18 +97,20 @@ TEST_F(ServeE2eTest, TwoSubagentsRunAtOnceAndTheirAnswersComeBackAsToolResults) 
 }
 
 TEST_F(ServeE2eTest, AgentsJournalAndToolsAnswerBesideTheTurnAndStopStopsTheSubagents) {
-  const std::string script =
-      R"({"steps": [{"text": "delegating", "tool_calls": [)" + subagent_call("wait one") + ", " + subagent_call("wait two") +
-      R"(]}, {"text": "never reached"}]})" "\n" +
-      subagent_line("wait one", "echo one-started; sleep 30", "one done") +
-      subagent_line("wait two", "echo two-started; sleep 30", "two done");
+  const std::string script = R"({"steps": [{"text": "delegating", "tool_calls": [)" + subagent_call("wait one") + ", " +
+                             subagent_call("wait two") +
+                             R"(]}, {"text": "never reached"}]})"
+                             "\n" +
+                             subagent_line("wait one", "echo one-started; sleep 30", "one done") +
+                             subagent_line("wait two", "echo two-started; sleep 30", "two done");
   ServeDaemon daemon({{"one", script}});
   ASSERT_NO_FATAL_FAILURE(start(daemon));
   auto events = daemon.follow("one");
   ASSERT_TRUE(events);
   auto ask = daemon.deskctl_in_background({"ask", "one", "wait for them"});
   const auto subagent_bash = [](const json::object& event) {
-    return event_kind(event) == "TOOL_CALLED" && event_data(event, "tool") == "bash" && !event_data(event, "subagent").empty();
+    return event_kind(event) == "TOOL_CALLED" && event_data(event, "tool") == "bash" &&
+           !event_data(event, "subagent").empty();
   };
   ASSERT_TRUE(events->wait_for_event(subagent_bash));
   ASSERT_TRUE(events->wait_for_event(subagent_bash));
@@ -169,7 +176,9 @@ TEST_F(ServeE2eTest, ASubagentsBashIsSandboxedLikeTheDesks) {
       "touch plan.md 2>/dev/null && echo PLAN-WRITTEN || echo plan-refused; "
       "touch scratch/mine && echo scratch-written; id -u";
   const std::string script = R"({"steps": [{"tool_calls": [)" + bash_call(probe) + ", " + subagent_call("probe") +
-                             R"(]}, {"text": "probed"}]})" "\n" + subagent_line("probe", probe, "probed too");
+                             R"(]}, {"text": "probed"}]})"
+                             "\n" +
+                             subagent_line("probe", probe, "probed too");
   ServeDaemon daemon({{"one", script}});
   ASSERT_NO_FATAL_FAILURE(start(daemon));
   const auto ask = daemon.deskctl({"ask", "one", "probe"}, 60s);

@@ -45,7 +45,8 @@ TEST(ControlProtocol, TheOperationTableIsWhatTheParserKnows) {
                                      std::pair{"proposal", kNeedsProposal}, std::pair{"follow", kNeedsFollow}}) {
       json::object lacking = request;
       lacking.erase(field);
-      EXPECT_EQ(parse_control_request(json::serialize(lacking)).problem.has_value(), (operation.needs & bit) != 0) << field;
+      EXPECT_EQ(parse_control_request(json::serialize(lacking)).problem.has_value(), (operation.needs & bit) != 0)
+          << field;
     }
   }
   EXPECT_EQ(find_control_op("reboot"), nullptr);

@@ -25,7 +25,8 @@ std::string read_text(const std::filesystem::path& path) {
 
 std::vector<std::filesystem::path> runner_sources() {
   std::vector<std::filesystem::path> sources;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::filesystem::path(DESKD_SOURCE_DIR) / "runner")) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::filesystem::path(DESKD_SOURCE_DIR) / "runner")) {
     const auto extension = entry.path().extension();
     if (entry.is_regular_file() && (extension == ".cpp" || extension == ".h")) sources.push_back(entry.path());
   }
@@ -111,8 +112,8 @@ TEST(EventKindsTest, TheCodePublishesOnlyKindsOfTheTable) {
       if (is_table) continue;
       const std::regex literal("\"([A-Z]+(_[A-Z]+)+)\"");
       for (std::sregex_iterator match(line.begin(), line.end(), literal), end; match != end; ++match) {
-        EXPECT_EQ(table_names.count((*match)[1]), 0u) << where << ": the kind " << (*match)[1]
-                                                      << " is spelled outside the table";
+        EXPECT_EQ(table_names.count((*match)[1]), 0u)
+            << where << ": the kind " << (*match)[1] << " is spelled outside the table";
       }
     }
   }

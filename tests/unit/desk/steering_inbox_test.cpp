@@ -44,7 +44,8 @@ class SteeringInboxTest : public ::testing::Test {
 
   ManualClock clock_{std::chrono::system_clock::time_point{}};
   EventBus bus_{clock_};
-  SteeringInbox inbox_{[this](const char* kind, boost::json::object data) { bus_.publish("alpha", kind, std::move(data)); }};
+  SteeringInbox inbox_{
+      [this](const char* kind, boost::json::object data) { bus_.publish("alpha", kind, std::move(data)); }};
   std::mutex events_mutex_;
   std::vector<std::string> events_;
 };

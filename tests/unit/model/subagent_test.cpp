@@ -33,14 +33,18 @@ T wait(asio::io_context& context, asio::awaitable<T> operation) {
 
 ModelRequest turn_request(const std::string& text) {
   ModelRequest request;
-  request.messages.push_back(json::object{{"role", "user"}, {"content", json::array{json::object{{"type", "text"}, {"text", text}}}}});
+  request.messages.push_back(
+      json::object{{"role", "user"}, {"content", json::array{json::object{{"type", "text"}, {"text", text}}}}});
   return request;
 }
 
 TEST(ScriptSubagentTest, SubagentLinesAreFoundByTaskAndAreNoDeskTurns) {
-  auto script = ScriptProvider::parse(R"({"subagent": "beta", "text": "beta says hi"})" "\n"
-                                      R"({"text": "the desk's turn"})" "\n"
-                                      R"({"subagent": "*", "text": "anyone"})" "\n");
+  auto script = ScriptProvider::parse(R"({"subagent": "beta", "text": "beta says hi"})"
+                                      "\n"
+                                      R"({"text": "the desk's turn"})"
+                                      "\n"
+                                      R"({"subagent": "*", "text": "anyone"})"
+                                      "\n");
   ASSERT_TRUE(script.ok()) << script.error().what;
   asio::io_context context;
   EXPECT_EQ(wait(context, script->complete(turn_request("go"))).text, "the desk's turn");
@@ -124,15 +128,23 @@ TEST(ToolRoundTest, OtherCallsRunOneAfterAnother) {
 
 TEST(StartSubagentTest, RunsASeparateTurnAndReturnsItsAnswer) {
   asio::io_context context;
-  auto script = std::make_shared<ScriptProvider>(
-      ScriptProvider::parse(R"({"subagent": "add two and two", "text": "four"})" "\n").value());
+  auto script =
+      std::make_shared<ScriptProvider>(ScriptProvider::parse(R"({"subagent": "add two and two", "text": "four"})"
+                                                             "\n")
+                                           .value());
   auto board = std::make_shared<desk::SubagentBoard>(1);
   std::vector<std::string> kinds;
-  board->attach([&](const char* kind, json::object data) { kinds.push_back(std::string(kind) + " " + std::string(data.at("subagent").as_string()).substr(0, 3)); },
-                nullptr);
+  board->attach(
+      [&](const char* kind, json::object data) {
+        kinds.push_back(std::string(kind) + " " + std::string(data.at("subagent").as_string()).substr(0, 3));
+      },
+      nullptr);
   SystemClock clock;
   StartSubagentTool tool(
-      board, [&](const std::string& task) -> Result<std::shared_ptr<ModelProvider>> { return std::shared_ptr<ModelProvider>(script->for_subagent(task)); },
+      board,
+      [&](const std::string& task) -> Result<std::shared_ptr<ModelProvider>> {
+        return std::shared_ptr<ModelProvider>(script->for_subagent(task));
+      },
       [](const std::vector<std::string>& names) -> Result<std::shared_ptr<tools::ToolRegistry>> {
         auto registry = std::make_shared<tools::ToolRegistry>();
         if (!names.empty()) DESKD_RETURN_IF_ERROR(registry->keep_only(names));
