@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,7 +10,7 @@
 #include <cerrno>
 #include <vector>
 
-#include "base/hex.h"
+#include "base/random_id.h"
 #include "policy/path_resolution.h"
 
 namespace deskd::policy {
@@ -161,14 +160,8 @@ Result<UniqueFd> open_parent_creating(const FileSystemCalls& calls, const std::f
   return directory;
 }
 
-std::string temporary_name(const std::string& name) {
-  unsigned char random[8];
-  if (::getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
-    // getrandom only fails before the pool is seeded; uniqueness is still checked by O_EXCL.
-    for (auto& byte : random) byte = static_cast<unsigned char>(::getpid());
-  }
-  return "." + name + ".deskd-" + hex_encode(random) + ".tmp";
-}
+// Uniqueness is also checked by O_EXCL.
+std::string temporary_name(const std::string& name) { return "." + name + ".deskd-" + random_hex(8) + ".tmp"; }
 
 }  // namespace
 

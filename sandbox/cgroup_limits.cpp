@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,7 +13,7 @@
 #include <fstream>
 #include <mutex>
 
-#include "base/hex.h"
+#include "base/random_id.h"
 #include "sandbox/cgroup_v1.h"
 #include "sandbox/host_support.h"
 
@@ -61,12 +60,8 @@ std::atomic<unsigned> sandbox_counter{0};
 // A name no other sandbox has: a deskd killed with SIGKILL leaves its (empty) cgroups
 // behind, and a later deskd may get the same pid; the random part keeps them apart.
 std::string sandbox_name() {
-  unsigned char random[4] = {};
-  if (::getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
-    for (auto& byte : random) byte = static_cast<unsigned char>(::getpid());
-  }
   return "sandbox-" + std::to_string(::getpid()) + "-" + std::to_string(sandbox_counter.fetch_add(1) + 1) + "-" +
-         hex_encode(random);
+         random_hex(4);
 }
 
 // A counter from a flat keyed file ("max 3", "oom_kill 1"); 0 when absent.

@@ -1,7 +1,6 @@
 #include "sandbox/host_support.h"
 
 #include <fcntl.h>
-#include <linux/landlock.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
@@ -17,6 +16,7 @@
 
 #include "base/unique_fd.h"
 #include "sandbox/host_support_internal.h"
+#include "sandbox/landlock_rules.h"
 
 namespace deskd::sandbox {
 
@@ -152,19 +152,9 @@ SupportCheck check_seccomp() {
   return available(name, true, detail);
 }
 
-struct LandlockProbe {
-  long abi = -1;
-  int error_number = 0;
-};
-
-LandlockProbe probe_landlock() {
-  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  return {abi, abi > 0 ? 0 : errno};
-}
-
 SupportCheck check_landlock() {
   const std::string name = "landlock";
-  const LandlockProbe probe = probe_landlock();
+  const LandlockSupport probe = probe_landlock();
   if (probe.abi > 0) return available(name, false, "ABI " + std::to_string(probe.abi));
   // The running list of security modules, so that the fix can name the whole lsm= value.
   const std::string modules = host_support_internal::read_first_line("/sys/kernel/security/lsm").value_or("");
@@ -234,12 +224,6 @@ bool full_sandbox_possible(const std::vector<SupportCheck>& checks) {
     if (check.required && !check.available) return false;
   }
   return true;
-}
-
-std::optional<int> landlock_abi_version() {
-  const LandlockProbe probe = probe_landlock();
-  if (probe.abi <= 0) return std::nullopt;
-  return static_cast<int>(probe.abi);
 }
 
 }  // namespace deskd::sandbox

@@ -23,9 +23,6 @@ std::vector<SupportCheck> check_host_support();
 /// Whether every required check passed.
 bool full_sandbox_possible(const std::vector<SupportCheck>& checks);
 
-/// The landlock ABI version the kernel offers, or nullopt when landlock is unavailable.
-std::optional<int> landlock_abi_version();
-
 /// The cgroup v2 folder deskd may create sandbox cgroups in (a delegated subtree with the
 /// memory and pids controllers enabled for children), or nullopt when there is none.
 std::optional<std::string> delegated_cgroup_directory();

@@ -60,9 +60,10 @@ void add_read_rules(const SandboxSpec& spec, LandlockPlan& plan) {
 
 }  // namespace
 
-int kernel_landlock_abi() {
+LandlockSupport probe_landlock() {
   const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kCreateRulesetVersion);
-  return abi > 0 ? static_cast<int>(abi) : 0;
+  if (abi > 0) return {static_cast<int>(abi), 0};
+  return {0, errno};
 }
 
 LandlockPlan plan_landlock(const SandboxSpec& spec, int abi) {

@@ -27,8 +27,16 @@ struct LandlockPlan {
   std::vector<LandlockRule> rules;
 };
 
+/// What the kernel says of landlock: its ABI version (0 when unavailable or disabled) and,
+/// then, the errno landlock_create_ruleset gave (EOPNOTSUPP: built in, not enabled at boot).
+struct LandlockSupport {
+  int abi = 0;
+  int error_number = 0;
+};
+LandlockSupport probe_landlock();
+
 /// The kernel's landlock ABI version, 0 when landlock is unavailable or disabled.
-int kernel_landlock_abi();
+inline int kernel_landlock_abi() { return probe_landlock().abi; }
 
 /// The rules for `spec` on a kernel with landlock ABI `abi`.
 LandlockPlan plan_landlock(const SandboxSpec& spec, int abi);

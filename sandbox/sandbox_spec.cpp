@@ -8,14 +8,15 @@
 #include "policy/path_resolution.h"
 
 namespace deskd::sandbox {
-namespace {
 
-bool valid_variable_name(const std::string& name) {
+bool is_variable_name(std::string_view name) {
   if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
   });
 }
+
+namespace {
 
 bool valid_hostname(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
@@ -110,19 +111,27 @@ SandboxSpecBuilder& SandboxSpecBuilder::network(NetworkMode mode) {
 }
 
 SandboxSpecBuilder& SandboxSpecBuilder::memory_limit(std::uint64_t bytes) {
-  if (bytes < (std::uint64_t{16} << 20)) problems_.push_back("the memory limit must be at least 16M");
+  if (bytes < (limit_bounds::kMinimumMemoryMebibytes << 20)) {
+    problems_.push_back("the memory limit must be at least " + std::to_string(limit_bounds::kMinimumMemoryMebibytes) +
+                        "M");
+  }
   spec_.limits.memory_bytes = bytes;
   return *this;
 }
 
 SandboxSpecBuilder& SandboxSpecBuilder::process_limit(std::uint64_t processes) {
-  if (processes < 2) problems_.push_back("the process limit must be at least 2");
+  if (processes < limit_bounds::kMinimumProcesses || processes > limit_bounds::kMaximumProcesses) {
+    problems_.push_back("the process limit must be between " + std::to_string(limit_bounds::kMinimumProcesses) +
+                        " and " + std::to_string(limit_bounds::kMaximumProcesses));
+  }
   spec_.limits.processes = processes;
   return *this;
 }
 
 SandboxSpecBuilder& SandboxSpecBuilder::cpu_limit(double cpus) {
-  if (!(cpus >= 0.01 && cpus <= 4096)) problems_.push_back("the CPU limit must be between 0.01 and 4096");
+  if (!(cpus >= limit_bounds::kMinimumCpus && cpus <= limit_bounds::kMaximumCpus)) {
+    problems_.push_back("the CPU limit must be between 0.01 and 4096");
+  }
   spec_.limits.cpus = cpus;
   return *this;
 }
@@ -134,7 +143,10 @@ SandboxSpecBuilder& SandboxSpecBuilder::file_size_limit(std::uint64_t bytes) {
 }
 
 SandboxSpecBuilder& SandboxSpecBuilder::open_files_limit(std::uint64_t files) {
-  if (files < 16) problems_.push_back("the open files limit must be at least 16");
+  if (files < limit_bounds::kMinimumOpenFiles || files > limit_bounds::kMaximumOpenFiles) {
+    problems_.push_back("the open files limit must be between " + std::to_string(limit_bounds::kMinimumOpenFiles) +
+                        " and " + std::to_string(limit_bounds::kMaximumOpenFiles));
+  }
   spec_.limits.open_files = files;
   return *this;
 }
@@ -145,7 +157,7 @@ SandboxSpecBuilder& SandboxSpecBuilder::hide(const std::filesystem::path& path) 
 }
 
 SandboxSpecBuilder& SandboxSpecBuilder::allow_environment_variable(const std::string& name) {
-  if (!valid_variable_name(name)) {
+  if (!is_variable_name(name)) {
     problems_.push_back(single_quoted(name) + " is not an environment variable name");
   }
   allowed_variables_.push_back(name);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -19,6 +20,18 @@ namespace deskd::sandbox {
 
 /// Whether the sandbox gets its own network (only `lo`) or shares the host's.
 enum class NetworkMode { none, host };
+
+/// The bounds SandboxSpecBuilder holds the limits to; the config reads its keys against the
+/// same, so `deskd check` names a bad value before any sandbox is built.
+namespace limit_bounds {
+inline constexpr std::uint64_t kMinimumMemoryMebibytes = 16;
+inline constexpr std::uint64_t kMinimumProcesses = 2;
+inline constexpr std::uint64_t kMaximumProcesses = 4'194'304;
+inline constexpr std::uint64_t kMinimumOpenFiles = 16;
+inline constexpr std::uint64_t kMaximumOpenFiles = 1'048'576;
+inline constexpr double kMinimumCpus = 0.01;
+inline constexpr double kMaximumCpus = 4096;
+}  // namespace limit_bounds
 
 /// Limits on what the sandbox may consume. Unset means "no limit beyond the defaults".
 struct ResourceLimits {
@@ -133,6 +146,10 @@ class SandboxSpecBuilder {
 
 /// The spec of a desk: its confinement with `settings`. Refuses what the builder refuses.
 Result<SandboxSpec> build_sandbox_spec(const policy::Confinement& confinement, const SandboxSettings& settings);
+
+/// [A-Za-z_][A-Za-z0-9_]*: a name the sandbox's environment allowlist accepts (and the
+/// config's api_key_variable must be).
+bool is_variable_name(std::string_view name);
 
 /// The environment every sandbox starts with (before the allowlist): PATH, HOME (the desk
 /// folder), LANG, TERM=dumb and TZ (India time).

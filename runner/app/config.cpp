@@ -226,7 +226,7 @@ void read_model(TableReader& reader, ModelConfig& model, LoadContext& context) {
     context.daemon_paths.push_back(*key_file);
   }
   if (auto variable = reader.string("api_key_variable")) {
-    if (!variable->empty() && !is_variable_name(*variable)) {
+    if (!variable->empty() && !sandbox::is_variable_name(*variable)) {
       reader.problem(*reader.find("api_key_variable"),
                      "'api_key_variable' must be an environment variable name, not " + in_quotes(*variable));
     } else {
@@ -278,9 +278,11 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
   if (auto network = reader.choice("network", {"none", "host"})) {
     sandbox.network = *network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
   }
-  // The same lower bounds as sandbox::SandboxSpecBuilder, so `deskd check` finds them first.
+  // The bounds of sandbox::SandboxSpecBuilder, so `deskd check` finds a bad value first.
+  namespace bounds = sandbox::limit_bounds;
   constexpr std::int64_t kMaximumMebibytes = std::int64_t{1} << 40;
-  if (auto megabytes = reader.whole("memory_mb", 16, kMaximumMebibytes)) {
+  if (auto megabytes =
+          reader.whole("memory_mb", static_cast<std::int64_t>(bounds::kMinimumMemoryMebibytes), kMaximumMebibytes)) {
     sandbox.memory_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
   }
   // "none" is the one way to a desk without a quota; whether this deskd can give one is
@@ -298,12 +300,18 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
     }
   }
   if (auto inodes = reader.whole("inode_quota", 64, std::int64_t{1} << 32)) sandbox.inode_quota = *inodes;
-  if (auto processes = reader.whole("processes", 2, 4'194'304)) sandbox.processes = *processes;
+  if (auto processes = reader.whole("processes", static_cast<std::int64_t>(bounds::kMinimumProcesses),
+                                    static_cast<std::int64_t>(bounds::kMaximumProcesses))) {
+    sandbox.processes = *processes;
+  }
   if (auto megabytes = reader.whole("file_size_mb", 1, kMaximumMebibytes)) {
     sandbox.file_size_bytes = static_cast<std::uint64_t>(*megabytes) << 20;
   }
-  if (auto files = reader.whole("open_files", 16, 1'048'576)) sandbox.open_files = *files;
-  if (auto cpus = reader.number("cpus", {0.01, false, 4096})) sandbox.cpus = *cpus;
+  if (auto files = reader.whole("open_files", static_cast<std::int64_t>(bounds::kMinimumOpenFiles),
+                                static_cast<std::int64_t>(bounds::kMaximumOpenFiles))) {
+    sandbox.open_files = *files;
+  }
+  if (auto cpus = reader.number("cpus", {bounds::kMinimumCpus, false, bounds::kMaximumCpus})) sandbox.cpus = *cpus;
   // A desk's hidden paths add to [sandbox]'s, so one secret cannot be forgotten by a desk.
   for (auto& path : reader.paths("hidden_paths", "the hidden path")) {
     sandbox.hidden_paths.push_back(path.path);
@@ -333,7 +341,7 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
   if (auto names = reader.strings("environment")) {
     sandbox.environment_variables.clear();
     for (auto& [name, node] : *names) {
-      if (is_variable_name(name)) {
+      if (sandbox::is_variable_name(name)) {
         sandbox.environment_variables.push_back(std::move(name));
       } else {
         reader.problem(*node, "'environment' must hold environment variable names, not " + in_quotes(name));

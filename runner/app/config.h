@@ -122,6 +122,8 @@ struct DeskConfig {
   std::size_t maximum_output_characters = 20000;
   std::chrono::milliseconds stall_timeout = std::chrono::minutes(5);
   std::chrono::minutes catch_up_window = std::chrono::minutes(30);  ///< for missed schedules
+  /// How many subagents (start_subagent) may run at once; 0 takes the tool away.
+  std::size_t maximum_subagents = 4;
   /// This desk's, plus [sandbox]'s, the daemon's, then every other desk's folder (but those
   /// of readable_desks) and every other desk's own hidden paths; without duplicates.
   std::vector<std::filesystem::path> hidden_paths;

@@ -16,6 +16,8 @@
 #include "runner/app/config_reader.h"
 #include "runner/app/config_world.h"
 #include "runner/desk/market_status.h"
+#include "runner/desk/subagent_board.h"
+#include "runner/model/http_client.h"
 
 namespace deskd::app::config_detail {
 namespace {
@@ -196,6 +198,10 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const Sandbo
   if (auto seconds = reader.number("stall_timeout_seconds", {0, true, 7 * kSecondsInADay})) {
     desk.stall_timeout = std::chrono::milliseconds(std::llround(*seconds * 1000));
   }
+  if (auto subagents =
+          reader.whole("maximum_subagents", 0, static_cast<std::int64_t>(desk::SubagentBoard::kMaximumLimit))) {
+    desk.maximum_subagents = static_cast<std::size_t>(*subagents);
+  }
   if (auto minutes = reader.whole("catch_up_minutes", 0, 7 * 24 * 60)) {
     desk.catch_up_window = std::chrono::minutes(*minutes);
   }
@@ -245,10 +251,11 @@ void check_model(const ModelConfig& model, const ConfigPosition& position, Probl
   if (model.model.empty()) {
     problems.add(position, "provider " + in_quotes(model.provider) + " needs a 'model'");
   }
-  // A local OpenAI-compatible server (Ollama, llama.cpp, vLLM on loopback) needs no key.
-  const bool local_server = model.provider == "openai" &&
-                            (model.base_url.starts_with("http://127.") || model.base_url.starts_with("http://localhost") ||
-                             model.base_url.starts_with("http://[::1]"));
+  // A local OpenAI-compatible server (Ollama, llama.cpp, vLLM on loopback) needs no key;
+  // loopback as the HTTP client judges it (so "http://localhost.example" is not).
+  const auto url = model::Url::parse(model.base_url);
+  const bool local_server =
+      model.provider == "openai" && url.ok() && url->scheme == "http" && model::is_loopback_host(url->host);
   if (!local_server && !model.api_key_file && model.api_key_variable.empty()) {
     problems.add(position, "provider " + in_quotes(model.provider) + " needs 'api_key_file' or 'api_key_variable'");
   }

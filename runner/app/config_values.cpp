@@ -90,13 +90,6 @@ bool is_desk_name(std::string_view name) {
   });
 }
 
-bool is_variable_name(std::string_view name) {
-  if (name.empty() || is_digit(name.front())) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-  });
-}
-
 std::string in_quotes(std::string_view text) { return '\'' + policy::printable_path(text) + '\''; }
 
 Result<std::filesystem::path> resolve_config_path(std::string_view text, const std::filesystem::path& config_folder) {

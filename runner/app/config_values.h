@@ -55,9 +55,6 @@ std::optional<unsigned> parse_weekday(std::string_view text);
 /// [A-Za-z0-9_-], 1 to 64 characters.
 bool is_desk_name(std::string_view name);
 
-/// [A-Za-z_][A-Za-z0-9_]*: a name the sandbox's environment allowlist accepts.
-bool is_variable_name(std::string_view name);
-
 /// `text` made absolute against `config_folder` and resolved like policy::resolve_path.
 /// When a component cannot be examined (`deskd check` run by someone who may not look into
 /// /etc/deskd), the path is taken lexically normalised instead of failing; malformed paths,

@@ -20,14 +20,6 @@ namespace json = boost::json;
 
 namespace {
 
-json::object proposal_json(const tools::Proposal& proposal, bool with_content) {
-  json::object object{{"id", proposal.id},     {"desk", proposal.desk}, {"path", proposal.path},
-                      {"reason", proposal.reason}, {"diff", proposal.diff}, {"time", proposal.time},
-                      {"status", proposal.status}};
-  if (with_content) object["content"] = proposal.content;
-  return object;
-}
-
 Error unknown_desk(const std::string& name) { return Error::make(ErrorCode::not_found, "There is no desk '" + name + "'."); }
 
 }  // namespace
@@ -51,15 +43,11 @@ Daemon::~Daemon() {
   for (auto& [name, slot] : slots_) slot->desk.reset();
 }
 
-// The desks journal their own events; what the daemon publishes about a desk (schedules it
-// missed, proposals decided, a desk that failed) goes to the same journal here.
+// The desks journal their own events; what is published about a desk outside its runtime
+// (schedules it missed, proposals decided, a desk that failed: the kinds the table says the
+// daemon journals) goes to the same journal here.
 void Daemon::journal_daemon_event(const desk::Event& event) {
-  static constexpr std::string_view kDaemonKinds[] = {desk::kScheduleMissed, daemon_event::kDeskFailed,
-                                                      daemon_event::kProposalAccepted, daemon_event::kProposalRejected,
-                                                      daemon_event::kProposalRefused};
-  bool daemon_kind = false;
-  for (std::string_view kind : kDaemonKinds) daemon_kind = daemon_kind || kind == event.kind;
-  if (!daemon_kind) return;
+  if (desk::journaling_of(event.kind) != desk::Journaling::daemon) return;
   const std::lock_guard lock(waiting_mutex_);  // a reload may change slots_
   auto found = slots_.find(event.desk);
   if (found == slots_.end()) return;
@@ -121,7 +109,7 @@ bool Daemon::start_slot(Slot& slot) {
     if (auto journal = desk::Journal::open(desk_state_folder(config_, name) / "journal.jsonl"); journal.ok()) {
       slot.failure_journal.emplace(std::move(journal).value());
     }
-    bus_.publish(name, daemon_event::kDeskFailed, {{"error", slot.error}});
+    bus_.publish(name, desk::event_kind::kDeskFailed, {{"error", slot.error}});
     return false;
   }
   slot.failure_journal.reset();
@@ -197,56 +185,50 @@ asio::awaitable<void> Daemon::stop_slots(std::vector<Slot*> slots, std::chrono::
 
 bool Daemon::has_desk(const std::string& name) const { return slots_.contains(name); }
 
-json::object Daemon::desk_summary(const Slot& slot) const {
-  json::object summary{{"name", slot.config.name}, {"mode", slot.config.mode}, {"directory", slot.config.directory.native()}};
+control::DeskSummary Daemon::desk_summary(const Slot& slot) const {
+  control::DeskSummary summary{slot.config.name, slot.config.mode, slot.config.directory.native(), "stopped", {}, {}};
   if (!slot.desk) {
-    summary["state"] = "stopped";
-    summary["error"] = slot.error;
+    summary.error = slot.error;
     return summary;
   }
   const desk::DeskRuntime& runtime = *slot.desk->runtime;
-  summary["state"] = slot.desk_running ? std::string(desk::desk_state_name(runtime.state())) : std::string("stopped");
-  summary["paused"] = runtime.paused();
-  summary["queued"] = runtime.queued_count();
+  if (slot.desk_running) summary.state = std::string(desk::desk_state_name(runtime.state()));
+  control::DeskSummary::Running running{runtime.paused(), runtime.queued_count(), 0, slot.desk->model_description};
   {
     const std::lock_guard lock(waiting_mutex_);
-    summary["waiting_bytes"] = slot.waiting_bytes;
+    running.waiting_bytes = slot.waiting_bytes;
   }
-  summary["model"] = slot.desk->model_description;
+  summary.running = std::move(running);
   return summary;
 }
 
-json::array Daemon::desks() const {
-  json::array list;
+std::vector<control::DeskSummary> Daemon::desks() const {
+  std::vector<control::DeskSummary> list;
   for (const auto& [name, slot] : slots_) list.push_back(desk_summary(*slot));
   return list;
 }
 
-Result<json::object> Daemon::status(const std::string& desk_name) const {
-  if (desk_name.empty()) {
-    return json::object{{"time", desk::iso8601_india(clock_.now())}, {"stopping", stopping_}, {"desks", desks()}};
-  }
+control::DaemonStatus Daemon::daemon_status() const {
+  return control::DaemonStatus{desk::iso8601_india(clock_.now()), stopping_, desks()};
+}
+
+Result<control::DeskStatus> Daemon::status(const std::string& desk_name) const {
   auto found = slots_.find(desk_name);
   if (found == slots_.end()) return unknown_desk(desk_name);
   const Slot& slot = *found->second;
-  json::object status = desk_summary(slot);
-  if (slot.desk) {
-    status["usage"] = slot.desk->usage_tracker->describe();
-    json::array schedules;
-    const auto now = clock_.now();
-    for (const auto& schedule : slot.config.schedules) {
-      auto next = desk::next_firing(schedule, now, slot.desk->market_status.get());
-      schedules.push_back(json::object{{"name", schedule.name},
-                                       {"next", next ? json::value(desk::iso8601_india(*next)) : json::value(nullptr)}});
-    }
-    status["schedules"] = std::move(schedules);
-    auto open = slot.desk->proposals->list();
-    std::size_t open_count = 0;
-    if (open.ok()) {
-      for (const auto& proposal : *open) open_count += proposal.status == "open" ? 1 : 0;
-    }
-    status["open_proposals"] = open_count;
+  control::DeskStatus status{desk_summary(slot), {}};
+  if (!slot.desk) return status;
+  control::DeskStatus::Details details;
+  details.usage = slot.desk->usage_tracker->describe();
+  const auto now = clock_.now();
+  for (const auto& schedule : slot.config.schedules) {
+    auto next = desk::next_firing(schedule, now, slot.desk->market_status.get());
+    details.schedules.push_back({schedule.name, next ? std::optional(desk::iso8601_india(*next)) : std::nullopt});
   }
+  if (auto open = slot.desk->proposals->list(); open.ok()) {
+    for (const auto& proposal : *open) details.open_proposals += proposal.status == "open" ? 1 : 0;
+  }
+  status.details = std::move(details);
   return status;
 }
 
@@ -286,29 +268,25 @@ Result<std::string> Daemon::send(const std::string& desk_name, const std::string
   return trigger.id;
 }
 
-Result<json::array> Daemon::commands(const std::string& desk_name) const {
+Result<std::vector<desk::CommandEntry>> Daemon::commands(const std::string& desk_name) const {
   auto found = slots_.find(desk_name);
   if (found == slots_.end()) return unknown_desk(desk_name);
   if (!found->second->desk) return Error::make(ErrorCode::refused, "Desk '" + desk_name + "' is stopped: " + found->second->error);
-  json::array list;
-  for (const auto& entry : found->second->desk->runtime->command_catalogue()) {
-    list.push_back(json::object{{"name", entry.name}, {"description", entry.description}});
-  }
-  return list;
+  return found->second->desk->runtime->command_catalogue();
 }
 
-Result<json::array> Daemon::proposals(const std::string& desk_name) const {
-  json::array list;
+Result<std::vector<tools::Proposal>> Daemon::proposals(const std::string& desk_name) const {
+  std::vector<tools::Proposal> list;
   for (const auto& [name, slot] : slots_) {
     if (!desk_name.empty() && name != desk_name) continue;
     if (!slot->desk) continue;
     DESKD_ASSIGN_OR_RETURN(auto stored, slot->desk->proposals->list());
-    for (const auto& proposal : stored) list.push_back(proposal_json(proposal, false));
+    for (auto& proposal : stored) list.push_back(std::move(proposal));
   }
   return list;
 }
 
-Result<json::object> Daemon::decide(const std::string& id, bool accept, const std::string& who) {
+Result<tools::Proposal> Daemon::decide(const std::string& id, bool accept, const std::string& who) {
   for (auto& [name, slot] : slots_) {
     if (!slot->desk) continue;
     auto proposal = slot->desk->proposals->get(id);
@@ -316,14 +294,14 @@ Result<json::object> Daemon::decide(const std::string& id, bool accept, const st
     auto decided = accept ? tools::accept_proposal(*slot->desk->proposals, *slot->desk->path_policy, id)
                           : tools::reject_proposal(*slot->desk->proposals, id);
     if (!decided.ok()) {
-      bus_.publish(name, daemon_event::kProposalRefused,
+      bus_.publish(name, desk::event_kind::kProposalRefused,
                    {{"proposal", id}, {"path", proposal->path}, {"by", who}, {"error", decided.error().what}});
       return std::move(decided).error();
     }
-    bus_.publish(name, accept ? daemon_event::kProposalAccepted : daemon_event::kProposalRejected,
+    bus_.publish(name, accept ? desk::event_kind::kProposalAccepted : desk::event_kind::kProposalRejected,
                  {{"proposal", id}, {"path", decided->path}, {"by", who}});
     log_.info("proposal " + id + " of desk " + name + " " + decided->status + " by " + who);
-    return proposal_json(*decided, false);
+    return std::move(decided).value();
   }
   return Error::make(ErrorCode::not_found, "There is no proposal '" + id + "'.");
 }

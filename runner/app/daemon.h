@@ -33,14 +33,6 @@ struct DaemonLog {
   std::function<void(const char*)> notify;
 };
 
-/// Daemon-level event kinds (the desks' own are in runner/desk/event.h).
-namespace daemon_event {
-inline constexpr const char* kDeskFailed = "DESK_FAILED";
-inline constexpr const char* kProposalAccepted = "PROPOSAL_ACCEPTED";
-inline constexpr const char* kProposalRejected = "PROPOSAL_REJECTED";
-inline constexpr const char* kProposalRefused = "PROPOSAL_REFUSED";
-}  // namespace daemon_event
-
 /// How many bytes of messages sent through the control socket may wait in one desk (in its
 /// queue or its steering inbox) before further sends to it are refused. deskd holds every
 /// waiting message in memory; a client that sends faster than the desk works must be told
@@ -64,24 +56,25 @@ class Daemon final : public control::ControlService {
   /// others keep running, their turns untouched. A config with a problem, or whose [runner]
   /// changed, is refused and nothing changes. `done` gets what was done, by desk name:
   /// {"started", "stopped", "restarted", "kept", "failed": {name: why}}, or the refusal.
-  void reload(const std::string& who, std::function<void(Result<boost::json::object>)> done) override;
+  void reload(const std::string& who, std::function<void(Result<control::ReloadOutcome>)> done) override;
 
   desk::EventBus& bus() { return bus_; }
 
   bool has_desk(const std::string& name) const override;
-  boost::json::array desks() const override;
-  Result<boost::json::object> status(const std::string& desk) const override;
+  std::vector<control::DeskSummary> desks() const override;
+  control::DaemonStatus daemon_status() const override;
+  Result<control::DeskStatus> status(const std::string& desk) const override;
   Result<std::string> send(const std::string& desk, const std::string& text, const std::string& sender) override;
-  Result<boost::json::array> commands(const std::string& desk) const override;
-  Result<boost::json::array> proposals(const std::string& desk) const override;
-  Result<boost::json::object> decide(const std::string& proposal, bool accept, const std::string& who) override;
+  Result<std::vector<desk::CommandEntry>> commands(const std::string& desk) const override;
+  Result<std::vector<tools::Proposal>> proposals(const std::string& desk) const override;
+  Result<tools::Proposal> decide(const std::string& proposal, bool accept, const std::string& who) override;
   std::shared_ptr<desk::EventSubscription> subscribe() override;
   control::EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
                                        std::size_t maximum_bytes) const override;
 
  private:
   struct Slot;
-  boost::json::object desk_summary(const Slot& slot) const;
+  control::DeskSummary desk_summary(const Slot& slot) const;
   /// Assembles and runs the slot's desk; false (the desk kept stopped, and why) when it cannot.
   bool start_slot(Slot& slot);
   /// Runs one of a desk's coroutines (its runtime, its schedules) until it ends or `stop` is
@@ -91,11 +84,11 @@ class Daemon final : public control::ControlService {
   /// Stops these desks as stop() stops every desk, and waits until each has closed.
   boost::asio::awaitable<void> stop_slots(std::vector<Slot*> slots, std::chrono::milliseconds grace);
   struct ReloadPlan;
-  boost::asio::awaitable<Result<boost::json::object>> reload_config(std::string who);
+  boost::asio::awaitable<Result<control::ReloadOutcome>> reload_config(std::string who);
   Result<std::shared_ptr<ReloadPlan>> plan_reload() const;
-  boost::json::object apply_reload(ReloadPlan& plan);
+  control::ReloadOutcome apply_reload(ReloadPlan& plan);
   boost::asio::awaitable<void> reload_and_answer(std::string who,
-                                                 std::function<void(Result<boost::json::object>)> done);
+                                                 std::function<void(Result<control::ReloadOutcome>)> done);
   void journal_daemon_event(const desk::Event& event);
   /// Forgets a waiting message once the desk has taken it (its turn started, it was
   /// delivered as steering, answered or finished), and all of a desk's when it stops.

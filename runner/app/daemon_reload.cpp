@@ -3,9 +3,9 @@
 // [runner]), so a refused reload leaves every desk as it was.
 
 #include <boost/asio.hpp>
-#include <boost/json.hpp>
 
 #include <algorithm>
+#include <map>
 
 #include "runner/app/daemon.h"
 #include "runner/app/daemon_slot.h"
@@ -13,7 +13,6 @@
 namespace deskd::app {
 
 namespace asio = boost::asio;
-namespace json = boost::json;
 
 namespace {
 
@@ -70,20 +69,15 @@ std::string changed_runner_keys(const RunnerConfig& now, const RunnerConfig& nex
   return keys;
 }
 
-json::array names(const std::vector<std::string>& list) {
-  json::array array;
-  for (const auto& name : list) array.emplace_back(name);
-  return array;
-}
-
 }  // namespace
 
-void Daemon::reload(const std::string& who, std::function<void(Result<json::object>)> done) {
+void Daemon::reload(const std::string& who, std::function<void(Result<control::ReloadOutcome>)> done) {
   asio::co_spawn(executor_, reload_and_answer(who, std::move(done)), asio::detached);
 }
 
-asio::awaitable<void> Daemon::reload_and_answer(std::string who, std::function<void(Result<json::object>)> done) {
-  std::optional<Result<json::object>> result;
+asio::awaitable<void> Daemon::reload_and_answer(std::string who,
+                                                std::function<void(Result<control::ReloadOutcome>)> done) {
+  std::optional<Result<control::ReloadOutcome>> result;
   if (stopping_) {
     result.emplace(refused("deskd is stopping; it reloads nothing."));
   } else if (reloading_) {
@@ -103,7 +97,7 @@ asio::awaitable<void> Daemon::reload_and_answer(std::string who, std::function<v
   done(std::move(*result));
 }
 
-asio::awaitable<Result<json::object>> Daemon::reload_config(std::string who) {
+asio::awaitable<Result<control::ReloadOutcome>> Daemon::reload_config(std::string who) {
   log_.info("reloading " + config_.file.native() + " for " + who);
   // Planned and applied outside this frame: GCC 12 warns falsely (-Wmismatched-new-delete)
   // about coroutine frames that hold a Config.
@@ -151,7 +145,7 @@ Result<std::shared_ptr<Daemon::ReloadPlan>> Daemon::plan_reload() const {
   return plan;
 }
 
-json::object Daemon::apply_reload(ReloadPlan& plan) {
+control::ReloadOutcome Daemon::apply_reload(ReloadPlan& plan) {
   // Taken out under the lock, freed after it: a desk's parts may publish as they go.
   std::vector<std::unique_ptr<Slot>> gone;
   {
@@ -167,7 +161,7 @@ json::object Daemon::apply_reload(ReloadPlan& plan) {
   gone.clear();
   config_ = std::move(plan.next);
   std::vector<std::string> started;
-  json::object failed;
+  std::map<std::string, std::string> failed;
   for (const auto& desk : config_.desks) {
     if (auto kept = slots_.find(desk.name); kept != slots_.end()) {
       kept->second->config = desk;  // the same desk; where the file wrote it may have moved
@@ -190,11 +184,7 @@ json::object Daemon::apply_reload(ReloadPlan& plan) {
   log_.info("reloaded: " + std::to_string(started.size()) + " started, " + std::to_string(plan.stopped.size()) +
             " stopped, " + std::to_string(plan.restarted.size()) + " restarted, " + std::to_string(plan.kept.size()) +
             " kept, " + std::to_string(failed.size()) + " failed to start");
-  return json::object{{"started", names(started)},
-                      {"stopped", names(plan.stopped)},
-                      {"restarted", names(plan.restarted)},
-                      {"kept", names(plan.kept)},
-                      {"failed", std::move(failed)}};
+  return control::ReloadOutcome{std::move(started), plan.stopped, plan.restarted, plan.kept, std::move(failed)};
 }
 
 }  // namespace deskd::app

@@ -11,6 +11,8 @@
 #include "runner/app/model_factory.h"
 #include "runner/app/sandbox_options.h"
 #include "runner/model/model_turn_runner.h"
+#include "runner/model/script_provider.h"
+#include "runner/model/subagent_tool.h"
 #include "runner/tools/desk_tools.h"
 #include "sandbox/disk_quota.h"
 #include "sandbox/file_opener.h"
@@ -61,6 +63,42 @@ std::string system_prompt(const DeskConfig& desk) {
          " mode. Your folder is " + desk.directory.native() +
          "; you may write only Memory.md, memory/, notes/ and scratch/ there. Propose changes to other files "
          "with propose_file_change.";
+}
+
+std::string subagent_prompt(const DeskConfig& desk) {
+  return "You are a subagent of the " + desk.name + " desk, given one task by the desk's model. Your folder is " +
+         desk.directory.native() +
+         "; you may write only Memory.md, memory/, notes/ and scratch/ there. Do the task with your tools, then answer "
+         "with what the desk asked for: your final answer is all it reads.";
+}
+
+// What start_subagent needs of the desk: a model for each subagent, and a fresh tool set
+// from the desk's own tool settings — a second sandbox from the same SandboxSpec, never more.
+void add_subagent_tool(boost::asio::any_io_executor executor, const DeskConfig& desk_config,
+                       const tools::DeskToolSettings& tool_settings, std::shared_ptr<model::ModelProvider> provider,
+                       AssembledDesk& desk, const Clock& clock, tools::ToolRegistry& registry) {
+  desk.subagents = std::make_shared<desk::SubagentBoard>(desk_config.maximum_subagents);
+  if (desk_config.maximum_subagents == 0) return;
+  auto make_tools =
+      [executor, tool_settings](const std::vector<std::string>& names) -> Result<std::shared_ptr<tools::ToolRegistry>> {
+    auto tools = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(executor, tool_settings));
+    if (!names.empty()) DESKD_RETURN_IF_ERROR(tools->keep_only(names));
+    return tools;
+  };
+  // The script model plays the script's lines for the subagent's task; a real provider is
+  // built again from the desk's [model] (its own connection), the same model and key.
+  auto make_provider = [executor, model = desk_config.model,
+                        provider](const std::string& task) -> Result<std::shared_ptr<model::ModelProvider>> {
+    if (auto* script = dynamic_cast<model::ScriptProvider*>(provider.get())) {
+      return std::shared_ptr<model::ModelProvider>(script->for_subagent(task));
+    }
+    return make_model_provider(executor, model);
+  };
+  model::SubagentSettings settings;
+  settings.system_prompt = subagent_prompt(desk_config);
+  registry.add(std::make_unique<model::StartSubagentTool>(desk.subagents, std::move(make_provider),
+                                                          std::move(make_tools), desk.usage_tracker.get(), clock,
+                                                          std::move(settings)));
 }
 
 }  // namespace
@@ -128,10 +166,11 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
 
   tools::DeskToolSettings tool_settings{std::move(spec).value(), desk_config.timeout_seconds,
                                         desk_config.maximum_output_characters, desk_config.name, desk->proposals};
-  auto registry = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(executor, std::move(tool_settings)));
+  auto registry = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(executor, tool_settings));
 
   auto provider = make_model_provider(executor, desk_config.model);
   if (!provider.ok()) return step_failed("setting up the model", provider.error());
+  add_subagent_tool(executor, desk_config, tool_settings, *provider, *desk, clock, *registry);
   desk->model_description = (*provider)->describe();
   model::TurnRunnerSettings runner_settings;
   runner_settings.system_prompt = system_prompt(desk_config);
@@ -149,6 +188,8 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   parts.usage_tracker = desk->usage_tracker.get();
   parts.market_status = desk->market_status.get();
   parts.journal = &*desk->journal;
+  parts.subagents = desk->subagents.get();
+  parts.tools_text = tools::describe_tool_reach(*registry, tool_settings.sandbox);
   desk::DeskSettings settings{desk_config.name, desk_config.mode, desk_config.stall_timeout};
   desk->runtime = std::make_unique<desk::DeskRuntime>(executor, settings, bus, runner, clock, parts);
 

@@ -20,6 +20,7 @@
 #include "runner/desk/schedule.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/skill_library.h"
+#include "runner/desk/subagent_board.h"
 #include "runner/desk/usage_tracker.h"
 #include "runner/tools/proposal_store.h"
 
@@ -34,6 +35,7 @@ struct AssembledDesk {
   std::unique_ptr<desk::UsageTracker> usage_tracker;
   std::unique_ptr<desk::MarketStatus> market_status;
   std::unique_ptr<desk::SkillLibrary> skill_library;
+  std::shared_ptr<desk::SubagentBoard> subagents;
   std::unique_ptr<desk::DeskRuntime> runtime;     ///< lent the parts above: destroyed first
   std::unique_ptr<desk::Scheduler> scheduler;
 };

@@ -18,6 +18,7 @@
 #include "runner/app/config.h"
 #include "runner/app/daemon.h"
 #include "runner/control/control_server.h"
+#include "runner/desk/event_kinds.h"
 #include "sandbox/own_user_namespace.h"
 
 namespace deskd::app {
@@ -65,17 +66,15 @@ asio::awaitable<void> log_events(std::shared_ptr<desk::EventSubscription> events
     const json::value* trigger = event->data.if_contains("trigger");
     std::string line = event->desk + ": " + event->kind;
     if (trigger != nullptr && trigger->is_string()) line += " " + std::string(trigger->as_string());
-    if (event->kind == "TURN_FAILED" || event->kind == "DESK_FAILED" || event->kind == "SCHEDULE_MISSED" ||
-        event->kind == "PROPOSAL_REFUSED" || event->kind == "JOURNAL_DAMAGED" || event->kind == "JOURNAL_WRITE_FAILED" ||
-        event->kind == "TRIGGER_REDELIVERED" || event->kind == "SESSION_COMPACTION_FAILED") {
+    const auto row = desk::find_event_kind(event->kind);
+    const desk::EventLogLevel level = row ? row->log_level : desk::EventLogLevel::debug;
+    if (level == desk::EventLogLevel::warn) {
       const json::value* error = event->data.if_contains("error");
       const json::value* reason = event->data.if_contains("reason");
       if (error != nullptr && error->is_string()) line += ": " + std::string(error->as_string());
       if (reason != nullptr && reason->is_string()) line += ": " + std::string(reason->as_string());
       log->warn(line);
-    } else if (event->kind.starts_with("TURN_") || event->kind.starts_with("DESK_") ||
-               event->kind.starts_with("PROPOSAL_") || event->kind == "SESSION_ROLLED_OVER" ||
-               event->kind == "JOURNAL_COMPACTED") {
+    } else if (level == desk::EventLogLevel::info) {
       log->info(line);
     } else {
       log->debug(line);
@@ -251,7 +250,7 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   on_signal = [&](const boost::system::error_code& error, int number) {
     if (error) return;
     if (number == SIGHUP) {
-      daemon.reload("SIGHUP", [](const Result<json::object>&) {});  // the daemon logs the outcome
+      daemon.reload("SIGHUP", [](const Result<control::ReloadOutcome>&) {});  // the daemon logs the outcome
     } else if (!shutting_down) {
       shutting_down = true;
       log->info("{} received: stopping (grace {} ms)", number == SIGTERM ? "SIGTERM" : "SIGINT", grace.count());

@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "runner/control/control_ops.h"
 #include "runner/control/control_service.h"
 
 namespace deskd::control {
@@ -189,41 +190,32 @@ void Connection::handle(std::string_view line) {
     send(reply_error(request.id, code::kUnknownDesk, "There is no desk '" + *request.desk + "'."));
     return;
   }
-  const std::string desk_name = request.desk.value_or("");
-  const auto answer = [&](auto result, const char* field) {
-    if (result.ok()) {
-      send(reply_ok(request.id, {{field, std::move(result).value()}}));
-    } else {
-      send(reply_error(request.id, code_for(result.error()), result.error().what));
-    }
-  };
-  if (request.op == op::kDesks) {
-    send(reply_ok(request.id, {{"desks", service.desks()}}));
-  } else if (request.op == op::kStatus) {
-    answer(service.status(desk_name), "status");
-  } else if (request.op == op::kSend) {
-    answer(service.send(desk_name, *request.text, sender_), "trigger");
-  } else if (request.op == op::kCommands) {
-    answer(service.commands(desk_name), "commands");
-  } else if (request.op == op::kProposals) {
-    answer(service.proposals(desk_name), "proposals");
-  } else if (request.op == op::kAccept || request.op == op::kReject) {
-    answer(service.decide(*request.proposal, request.op == op::kAccept, sender_), "proposal");
-  } else if (request.op == op::kReload) {
-    // Answered once the reload is done, however long its desks' turns take to end.
-    service.reload(sender_, [weak = weak_from_this(), id = request.id](Result<boost::json::object> reloaded) {
-      auto self = weak.lock();
-      if (!self || self->closed_) return;
-      if (reloaded.ok()) {
-        self->send(reply_ok(id, {{"reload", std::move(reloaded).value()}}));
+  // The parser let through only operations of the table.
+  const ControlOp& operation = *find_control_op(request.op);
+  switch (operation.how) {
+    case OpAnswer::now: {
+      auto answered = operation.answer(service, request, sender_);
+      if (answered.ok()) {
+        send(reply_ok(request.id, std::move(answered).value()));
       } else {
-        self->send(reply_error(id, code_for(reloaded.error()), reloaded.error().what));
+        send(reply_error(request.id, code_for(answered.error()), answered.error().what));
       }
-    });
-  } else if (request.op == op::kFollow) {
-    follow(request);
-  } else if (request.op == op::kUnfollow) {
-    unfollow(request);
+      return;
+    }
+    case OpAnswer::later:
+      // Answered once the reload is done, however long its desks' turns take to end.
+      service.reload(sender_, [weak = weak_from_this(), id = request.id](Result<ReloadOutcome> reloaded) {
+        auto self = weak.lock();
+        if (!self || self->closed_) return;
+        if (reloaded.ok()) {
+          self->send(reply_ok(id, reload_reply(*reloaded)));
+        } else {
+          self->send(reply_error(id, code_for(reloaded.error()), reloaded.error().what));
+        }
+      });
+      return;
+    case OpAnswer::follow: return follow(request);
+    case OpAnswer::unfollow: return unfollow(request);
   }
 }
 

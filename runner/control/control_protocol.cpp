@@ -2,18 +2,13 @@
 
 #include <boost/json.hpp>
 
-#include <array>
+#include "runner/control/control_ops.h"
 
 namespace deskd::control {
 
 namespace json = boost::json;
 
 namespace {
-
-constexpr std::array<std::string_view, 10> kOperations = {op::kDesks,     op::kStatus,   op::kSend,
-                                                          op::kFollow,    op::kUnfollow, op::kCommands,
-                                                          op::kProposals, op::kAccept,   op::kReject,
-                                                          op::kReload};
 
 // Reads an optional string member; a present member of another type is a problem.
 bool take_string(const json::object& object, std::string_view key, std::optional<std::string>& out,
@@ -50,13 +45,11 @@ ParsedRequest parse_control_request(std::string_view line) {
     return parsed;
   }
   parsed.request.op = std::string(operation->as_string());
-  bool known = false;
-  for (std::string_view name : kOperations) known = known || name == parsed.request.op;
-  if (!known) {
+  const ControlOp* operation_row = find_control_op(parsed.request.op);
+  if (operation_row == nullptr) {
     parsed.problem_code = std::string(code::kUnknownOperation);
-    parsed.problem = "Unknown operation '" + parsed.request.op +
-                     "'; the operations are desks, status, send, follow, unfollow, commands, proposals, accept "
-                     "and reject.";
+    parsed.problem =
+        "Unknown operation '" + parsed.request.op.substr(0, 100) + "'; the operations are " + control_op_names() + ".";
     return parsed;
   }
   ControlRequest& request = parsed.request;
@@ -74,27 +67,26 @@ ParsedRequest parse_control_request(std::string_view line) {
     }
     request.replay = replay->as_bool();
   }
-  // What each operation needs, checked here so that every handler can rely on it.
+  // What each operation needs, checked here (as its row in the table says) so that every
+  // handler can rely on it.
   const auto needs = [&](const std::optional<std::string>& field, const char* name) {
     if (!parsed.problem && (!field || field->empty())) {
       parsed.problem = "'" + request.op + "' needs a non-empty '" + name + "'.";
     }
   };
+  if ((operation_row->needs & kNeedsDesk) != 0) needs(request.desk, "desk");
+  if ((operation_row->needs & kNeedsText) != 0) needs(request.text, "text");
+  if ((operation_row->needs & kNeedsProposal) != 0) needs(request.proposal, "proposal");
+  if ((operation_row->needs & kNeedsFollow) != 0 && !parsed.problem && !request.follow) {
+    parsed.problem = "'" + request.op + "' needs 'follow': the id of the follow request to end.";
+  }
   if (request.op == op::kSend) {
-    needs(request.desk, "desk");
-    needs(request.text, "text");
     if (!parsed.problem && request.text->size() > kMaximumSendTextBytes) {
       parsed.problem_code = std::string(code::kTooLarge);
       parsed.problem = "The message is " + std::to_string(request.text->size()) + " bytes; deskd takes messages of at most " +
                        std::to_string(kMaximumSendTextBytes) +
                        " bytes (256 KiB). Save a long text to a file the desk can read and send its path instead.";
     }
-  } else if (request.op == op::kCommands) {
-    needs(request.desk, "desk");
-  } else if (request.op == op::kAccept || request.op == op::kReject) {
-    needs(request.proposal, "proposal");
-  } else if (request.op == op::kUnfollow && !request.follow) {
-    parsed.problem = "'unfollow' needs 'follow': the id of the follow request to end.";
   }
   return parsed;
 }

@@ -1,10 +1,8 @@
 #pragma once
 // ControlService: what the control socket asks of the daemon. The server parses, checks
-// peers and streams; the daemon (runner/app) answers. Every method runs on the daemon's
-// event loop thread.
-
-#include <boost/json/array.hpp>
-#include <boost/json/object.hpp>
+// peers and streams; the daemon (runner/app) answers with values, and the control-op table
+// (control_ops.cpp) turns them into replies. Every method runs on the daemon's event loop
+// thread.
 
 #include <cstddef>
 #include <cstdint>
@@ -12,10 +10,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
+#include "runner/control/control_values.h"
 #include "runner/control/event_history.h"
+#include "runner/desk/desk_runtime.h"
 #include "runner/desk/event_bus.h"
+#include "runner/tools/proposal_store.h"
 
 namespace deskd::control {
 
@@ -24,22 +26,24 @@ class ControlService {
   virtual ~ControlService() = default;
 
   virtual bool has_desk(const std::string& name) const = 0;
-  /// [{"name", "state", "mode", "paused", "queued", "model", "error"?}, ...]
-  virtual boost::json::array desks() const = 0;
-  /// The desk's status (every desk's, under "desks", when `desk` is empty).
-  virtual Result<boost::json::object> status(const std::string& desk) const = 0;
+  /// Every desk, in name order.
+  virtual std::vector<DeskSummary> desks() const = 0;
+  /// The daemon's status, with every desk's summary.
+  virtual DaemonStatus daemon_status() const = 0;
+  /// One desk's status.
+  virtual Result<DeskStatus> status(const std::string& desk) const = 0;
   /// Submits a message or command from `sender`; returns the trigger id.
   virtual Result<std::string> send(const std::string& desk, const std::string& text, const std::string& sender) = 0;
-  /// [{"name", "description"}, ...]
-  virtual Result<boost::json::array> commands(const std::string& desk) const = 0;
+  /// The desk's commands and skills, as its command menu lists them.
+  virtual Result<std::vector<desk::CommandEntry>> commands(const std::string& desk) const = 0;
   /// The proposals of one desk (every desk's when empty), oldest first.
-  virtual Result<boost::json::array> proposals(const std::string& desk) const = 0;
+  virtual Result<std::vector<tools::Proposal>> proposals(const std::string& desk) const = 0;
   /// Accepts or rejects a proposal on behalf of `who`; refused (with a sentence) when the
   /// file changed since, the path is hidden, or the proposal is not open.
-  virtual Result<boost::json::object> decide(const std::string& proposal, bool accept, const std::string& who) = 0;
+  virtual Result<tools::Proposal> decide(const std::string& proposal, bool accept, const std::string& who) = 0;
   /// Reads the config again and applies it on behalf of `who`; `done` gets the outcome
   /// later, on the event loop (a reload waits for the turns of the desks it stops).
-  virtual void reload(const std::string& who, std::function<void(Result<boost::json::object>)> done) = 0;
+  virtual void reload(const std::string& who, std::function<void(Result<ReloadOutcome>)> done) = 0;
   /// A new subscription to every desk's events.
   virtual std::shared_ptr<desk::EventSubscription> subscribe() = 0;
   /// Kept events of `desk` (all desks when empty) after event number `after`, about

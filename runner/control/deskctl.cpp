@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "runner/control/control_client.h"
-#include "runner/control/event_text.h"
+#include "runner/desk/event_kinds.h"
+#include "runner/desk/event_text.h"
 
 namespace deskd::control {
 
 namespace json = boost::json;
+namespace event_kind = desk::event_kind;
 
 const char* const kDeskctlUsage =
     "usage: deskctl [--socket PATH] [--json] COMMAND [ARGS...]\n"
@@ -236,7 +238,7 @@ int events(ControlClient& client, const Options& options) {
       std::fprintf(stderr, "deskctl: %s events were dropped because this client fell behind.\n", text_of(object, "dropped").c_str());
     } else if (const json::value* event = object.if_contains("event"); event != nullptr && event->is_object()) {
       const std::string text =
-          options.json_output ? json::serialize(*event) + "\n" : event_text(event->as_object(), true);
+          options.json_output ? json::serialize(*event) + "\n" : desk::event_text(event->as_object(), true);
       std::fputs(text.c_str(), stdout);
       std::fflush(stdout);
     }
@@ -266,24 +268,25 @@ int ask(ControlClient& client, const Options& options) {
     const std::string kind = text_of(event, "kind");
     const json::value* data_value = event.if_contains("data");
     const bool about_ours = data_value != nullptr && data_value->is_object() && text_of(data_value->as_object(), "trigger") == trigger;
-    if (about_ours && (kind == "TURN_STARTED" || kind == "STEERING_QUEUED")) mine = true;
-    const bool ends = about_ours && (kind == "TURN_FINISHED" || kind == "TURN_FAILED" || kind == "TURN_STOPPED" ||
-                                     kind == "COMMAND_ANSWERED" || kind == "TRIGGER_FINISHED");
+    if (about_ours && (kind == event_kind::kTurnStarted || kind == event_kind::kSteeringQueued)) mine = true;
+    const bool ends = about_ours && (kind == event_kind::kTurnFinished || kind == event_kind::kTurnFailed ||
+                                     kind == event_kind::kTurnStopped || kind == event_kind::kCommandAnswered ||
+                                     kind == event_kind::kTriggerFinished);
     // Another client's command answered beside our turn is not part of it.
-    const bool others_answer = kind == "COMMAND_ANSWERED" && !about_ours;
-    if ((mine && !others_answer) || ends || kind == "DESK_STOPPED") {
-      const std::string text = options.json_output ? json::serialize(event) + "\n" : event_text(event);
+    const bool others_answer = kind == event_kind::kCommandAnswered && !about_ours;
+    if ((mine && !others_answer) || ends || kind == event_kind::kDeskStopped) {
+      const std::string text = options.json_output ? json::serialize(event) + "\n" : desk::event_text(event);
       std::fputs(text.c_str(), stdout);
       std::fflush(stdout);
     }
-    if (kind == "DESK_STOPPED") {
+    if (kind == event_kind::kDeskStopped) {
       std::fprintf(stderr, "deskctl: the desk stopped before the turn ended; it will run again when deskd starts.\n");
       return kRefused;
     }
     if (!ends) return std::nullopt;
-    if (kind == "TURN_FAILED" || kind == "TURN_STOPPED") return kRefused;
+    if (kind == event_kind::kTurnFailed || kind == event_kind::kTurnStopped) return kRefused;
     // A reply cut by max_tokens or the context window is an answer, but not a whole one.
-    const bool cut = kind == "TURN_FINISHED" && data_value->as_object().contains("cut");
+    const bool cut = kind == event_kind::kTurnFinished && data_value->as_object().contains("cut");
     return cut ? kReplyCut : kOk;
   };
   for (const auto& event : pending) {

@@ -7,6 +7,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -46,9 +47,13 @@ struct DeskCore : std::enable_shared_from_this<DeskCore> {
   std::shared_ptr<boost::asio::cancellation_signal> turn_stop;
   bool stop_requested = false;
   std::vector<Trigger> delivered_steering;
+  // The running turn's stall watch: a subagent's event is progress of the turn too.
+  std::function<void()> turn_progress;
   // /btw questions answered beside the turn, cancelled when the desk stops.
   std::vector<std::shared_ptr<boost::asio::cancellation_signal>> beside;
 
+  /// Lends the desk's publish to its subagents (parts.subagents) while it runs.
+  void attach_subagents();
   /// Publishes and journals an event (a refused line is reported: JOURNAL_WRITE_FAILED).
   Event publish(const std::string& kind, boost::json::object data = {});
   void journal_refused(const Event& event, const Error& error);
@@ -81,5 +86,16 @@ boost::asio::awaitable<bool> run_queued_command(DeskCore& core, const Trigger& t
 
 /// The command menu.
 std::vector<CommandEntry> catalogue(const DeskCore& core);
+
+/// Answers `trigger` with what `work` returns, beside the running turn; cancelled (and
+/// waited for) when the desk stops. A failure is answered as `failure_prefix` + why.
+void answer_beside(DeskCore& core, const Trigger& trigger, std::string command,
+                   boost::asio::awaitable<std::string> work, std::string failure_prefix);
+
+/// The commands that read the desk's parts (part_commands.cpp): /agents, /tools, and
+/// /journal [N] [KIND], which reads the journal off the event loop.
+std::string agents_text(const DeskCore& core);
+std::string tools_text(const DeskCore& core);
+void answer_journal(DeskCore& core, const Trigger& trigger, const std::string& arguments);
 
 }  // namespace deskd::desk

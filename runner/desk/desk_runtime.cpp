@@ -3,11 +3,13 @@
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
 
+#include "base/exception_text.h"
 #include "runner/desk/desk_core.h"
 #include "runner/desk/india_time.h"
 #include "runner/desk/journal.h"
 #include "runner/desk/market_status.h"
 #include "runner/desk/session_keeper.h"
+#include "runner/desk/subagent_board.h"
 #include "runner/tools/tool_registry.h"
 
 namespace deskd::desk {
@@ -60,16 +62,6 @@ bool is_cancellation(const std::exception_ptr& error) {
   }
 }
 
-std::string describe(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& failure) {
-    return failure.what();
-  } catch (...) {
-    return "an unknown error";
-  }
-}
-
 }  // namespace
 
 std::string_view desk_state_name(DeskState state) {
@@ -83,22 +75,38 @@ std::string_view desk_state_name(DeskState state) {
 }
 
 DeskCore::DeskCore(asio::any_io_executor executor_in, DeskSettings settings_in, EventBus& bus_in,
-                        std::shared_ptr<TurnRunner> runner_in, const Clock& clock_in, DeskParts parts_in)
+                   std::shared_ptr<TurnRunner> runner_in, const Clock& clock_in, DeskParts parts_in)
     : executor(std::move(executor_in)),
       settings(std::move(settings_in)),
       bus(bus_in),
       runner(std::move(runner_in)),
       clock(clock_in),
       parts(std::move(parts_in)),
-      inbox(bus_in, settings.name),
+      inbox([this](const char* kind, json::object data) { publish(kind, std::move(data)); }),
       wake(executor, asio::steady_timer::time_point::max()) {
   if (parts.journal != nullptr) worker = std::make_unique<asio::thread_pool>(1);
 }
 
+void DeskCore::attach_subagents() {
+  if (parts.subagents == nullptr) return;
+  // Subagents run on the desk's executor: their events are the desk's, journaled under it,
+  // and progress of the turn that started them.
+  std::weak_ptr<DeskCore> weak = weak_from_this();
+  parts.subagents->attach(
+      [weak](const char* kind, json::object data) {
+        if (auto core = weak.lock()) core->publish(kind, std::move(data));
+      },
+      [weak] {
+        auto core = weak.lock();
+        if (core && core->turn_progress) core->turn_progress();
+      });
+}
+
 Event DeskCore::publish(const std::string& kind, json::object data) {
   Event event = bus.publish(settings.name, kind, std::move(data));
-  // TRIGGER_ACCEPTED is journaled by submit itself, which must see the failure.
-  if (parts.journal == nullptr || kind == event_kind::kTriggerAccepted) return event;
+  // The table says who journals each kind: TRIGGER_ACCEPTED is journaled by submit itself,
+  // which must see the failure; JOURNAL_WRITE_FAILED by nobody.
+  if (parts.journal == nullptr || journaling_of(kind) != Journaling::desk) return event;
   if (auto appended = parts.journal->append(event); !appended.ok()) {
     journal_refused(event, appended.error());
   } else {
@@ -197,6 +205,7 @@ awaitable<void> DeskCore::run_turn(const Trigger& trigger, std::string message) 
   turn_stop = stop;
   auto completion = std::make_shared<TurnCompletion>(executor);
   DeskTurnContext context(*this);
+  turn_progress = [&context] { context.progress(); };
   asio::co_spawn(executor, runner->run_turn(std::move(message), context),
                  asio::bind_cancellation_slot(stop->slot(), [completion](std::exception_ptr error, TurnOutcome outcome) {
                    completion->done = true;
@@ -245,7 +254,7 @@ awaitable<void> DeskCore::run_turn(const Trigger& trigger, std::string message) 
   } else if (is_cancellation(completion->error) && (stop_requested || desk_stopping)) {
     publish(event_kind::kTurnStopped, {{"trigger", trigger.id}, {"reason", desk_stopping ? "the desk stopped" : "/stop"}});
   } else {
-    publish(event_kind::kTurnFailed, {{"trigger", trigger.id}, {"error", describe(completion->error)}});
+    publish(event_kind::kTurnFailed, {{"trigger", trigger.id}, {"error", describe_exception(completion->error)}});
   }
 
   // Steering the turn never picked up is the next thing the desk does, in arrival order.
@@ -256,6 +265,7 @@ awaitable<void> DeskCore::run_turn(const Trigger& trigger, std::string message) 
     for (const auto& steering : delivered_steering) finish(steering);
   }
   delivered_steering.clear();
+  turn_progress = nullptr;
   running_trigger.reset();
   turn_stop.reset();
   state = DeskState::idle;
@@ -272,6 +282,7 @@ DeskRuntime::~DeskRuntime() {
   // may write to the journal, which the desk's owner destroys next.
   if (core_->worker) core_->worker->join();
   core_->parts.journal = nullptr;
+  if (core_->parts.subagents != nullptr) core_->parts.subagents->attach(nullptr, nullptr);
 }
 
 const std::string& DeskRuntime::name() const { return core_->settings.name; }
@@ -310,6 +321,7 @@ Result<void> DeskRuntime::submit(Trigger trigger) {
 awaitable<void> DeskRuntime::run() {
   auto core = core_;
   core->state = core->parts.journal != nullptr ? DeskState::starting : DeskState::idle;
+  core->attach_subagents();
   core->publish(event_kind::kDeskStarted);
   if (core->parts.session_keeper != nullptr) {
     if (auto started = core->parts.session_keeper->start(*core->runner); !started.ok()) {
@@ -348,6 +360,7 @@ awaitable<void> DeskRuntime::run() {
   co_await core->runner->close();
   if (core->parts.tool_registry) co_await core->parts.tool_registry->close();
   core->state = DeskState::stopped;
+  if (core->parts.subagents != nullptr) core->parts.subagents->attach(nullptr, nullptr);
   core->publish(event_kind::kDeskStopped);
 }
 

@@ -4,7 +4,8 @@
 //
 // A user message that arrives while a turn runs is steering: it waits in the steering
 // inbox for the turn's next tool round. /stop skips the queue and cancels the running turn;
-// read-only commands (/status, /usage, /help, /skills) and /btw are answered beside it.
+// read-only commands (/status, /usage, /help, /skills, /agents, /journal, /tools) and /btw
+// are answered beside it.
 // Every message to the model starts with a line giving the India time and what woke the
 // desk. Replies travel as events (COMMAND_ANSWERED, TURN_FINISHED, ...).
 
@@ -36,6 +37,7 @@ class MarketStatus;
 struct DeskCore;
 class SessionKeeper;
 class SkillLibrary;
+class SubagentBoard;
 class UsageTracker;
 
 /// Whether a desk is stopped, reading its journal at start, waiting for a trigger or
@@ -60,12 +62,16 @@ struct DeskParts {
   UsageTracker* usage_tracker = nullptr;
   const MarketStatus* market_status = nullptr;
   Journal* journal = nullptr;
+  /// The desk's subagents, for /agents; the desk attaches its publish to it while it runs.
+  SubagentBoard* subagents = nullptr;
+  /// The text of /tools: each tool and what it may touch (tools::describe_tool_reach).
+  std::string tools_text;
 };
 
 /// One entry of the command menu.
 struct CommandEntry {
   std::string name;         ///< "/status"
-  std::string description;
+  std::string description;  ///< starts with its usage when it takes arguments
 };
 
 class DeskRuntime {

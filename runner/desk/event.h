@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "runner/desk/event_kinds.h"  // the kinds, for every publisher
 
 namespace deskd::desk {
 
@@ -33,39 +34,5 @@ std::optional<std::uint64_t> event_sequence_number(std::string_view id);
 /// About how many bytes of memory `event` holds (its strings and JSON, with a rough
 /// allowance per node): what the in-memory queues of events count against their byte caps.
 std::size_t approximate_bytes(const Event& event);
-
-/// The kinds deskd publishes.
-namespace event_kind {
-inline constexpr const char* kDeskStarted = "DESK_STARTED";
-inline constexpr const char* kDeskStopped = "DESK_STOPPED";
-inline constexpr const char* kTriggerAccepted = "TRIGGER_ACCEPTED";  // journaled before acknowledging
-inline constexpr const char* kTriggerQueued = "TRIGGER_QUEUED";
-inline constexpr const char* kTriggerFinished = "TRIGGER_FINISHED";
-inline constexpr const char* kTurnStarted = "TURN_STARTED";
-inline constexpr const char* kModelText = "MODEL_TEXT";
-inline constexpr const char* kToolCalled = "TOOL_CALLED";
-inline constexpr const char* kToolFinished = "TOOL_FINISHED";
-// A model reply cut by a limit before the model finished it (data: reason — "max_tokens" or
-// "model_context_window_exceeded" —, max_tokens, continuing: whether the turn asks the
-// model to go on).
-inline constexpr const char* kModelReplyCut = "MODEL_REPLY_CUT";
-inline constexpr const char* kSteeringQueued = "STEERING_QUEUED";
-inline constexpr const char* kSteeringDelivered = "STEERING_DELIVERED";
-inline constexpr const char* kCommandAnswered = "COMMAND_ANSWERED";
-// data: trigger, reply; and cut (the reason) when the last reply was cut by a limit.
-inline constexpr const char* kTurnFinished = "TURN_FINISHED";
-inline constexpr const char* kTurnFailed = "TURN_FAILED";
-inline constexpr const char* kTurnStopped = "TURN_STOPPED";
-inline constexpr const char* kSessionRolledOver = "SESSION_ROLLED_OVER";
-// After a restart: a trigger run again, and why (data: trigger, reason).
-inline constexpr const char* kTriggerRedelivered = "TRIGGER_REDELIVERED";
-// A journal line that could not be read (data: file, line, error; trigger and recovered
-// when something of it was saved).
-inline constexpr const char* kJournalDamaged = "JOURNAL_DAMAGED";
-// A line the journal could not take (data: event, kind, error, trigger when it names one).
-inline constexpr const char* kJournalWriteFailed = "JOURNAL_WRITE_FAILED";
-// The journal rewritten with only what a restart needs (data: file, bytes_before, ...).
-inline constexpr const char* kJournalCompacted = "JOURNAL_COMPACTED";
-}  // namespace event_kind
 
 }  // namespace deskd::desk

@@ -28,7 +28,11 @@ std::optional<Event> parsed_event(std::string_view line) {
 }
 
 // Up to `count` events from the end of the file, newest first.
-void read_from_end(const fs::path& path, std::size_t count, std::uint64_t maximum_bytes, std::vector<Event>& events) {
+void read_from_end(const fs::path& path, std::size_t count, std::uint64_t maximum_bytes, std::string_view only_kind,
+                   std::vector<Event>& events) {
+  const auto wanted = [&](const std::optional<Event>& event) {
+    return event && (only_kind.empty() || event->kind == only_kind);
+  };
   const UniqueFd fd(retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); }));
   struct stat status {};
   if (!fd || ::fstat(fd.get(), &status) != 0 || !S_ISREG(status.st_mode)) return;
@@ -51,7 +55,8 @@ void read_from_end(const fs::path& path, std::size_t count, std::uint64_t maximu
     while (found < count && line_end > 0) {
       const std::size_t newline = rest.rfind('\n', line_end - 1);
       if (newline == std::string::npos) break;
-      if (auto event = parsed_event(std::string_view(rest).substr(newline + 1, line_end - newline - 1))) {
+      if (auto event = parsed_event(std::string_view(rest).substr(newline + 1, line_end - newline - 1));
+          wanted(event)) {
         events.push_back(std::move(*event));
         ++found;
       }
@@ -59,7 +64,7 @@ void read_from_end(const fs::path& path, std::size_t count, std::uint64_t maximu
     }
     rest.resize(line_end);
     if (end == 0 && found < count && !rest.empty()) {
-      if (auto event = parsed_event(rest)) events.push_back(std::move(*event));
+      if (auto event = parsed_event(rest); wanted(event)) events.push_back(std::move(*event));
     }
   }
 }
@@ -76,9 +81,10 @@ std::vector<fs::path> journals_under(const fs::path& desks_folder) {
   return journals;
 }
 
-PastEvents read_recent_events(const std::vector<fs::path>& journals, std::size_t count, std::uint64_t maximum_bytes) {
+PastEvents read_recent_events(const std::vector<fs::path>& journals, std::size_t count, std::uint64_t maximum_bytes,
+                              std::string_view only_kind) {
   PastEvents past;
-  for (const fs::path& journal : journals) read_from_end(journal, count, maximum_bytes, past.events);
+  for (const fs::path& journal : journals) read_from_end(journal, count, maximum_bytes, only_kind, past.events);
   const auto number = [](const Event& event) { return event_sequence_number(event.id).value_or(0); };
   std::sort(past.events.begin(), past.events.end(), [&](const Event& a, const Event& b) { return number(a) < number(b); });
   // One event a line, so an id seen twice is a line written twice: keep one.

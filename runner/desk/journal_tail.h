@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string_view>
 #include <vector>
 
 #include "runner/desk/event.h"
@@ -22,8 +23,9 @@ std::vector<std::filesystem::path> journals_under(const std::filesystem::path& d
 
 /// Reads up to `count` well-formed events, and at most `maximum_bytes`, from the end of
 /// each journal (missing and unreadable ones are passed over: the desks' own recovery
-/// reports them) and keeps the newest `count` of them all.
+/// reports them) and keeps the newest `count` of them all; only events of `only_kind` when
+/// it is not empty.
 PastEvents read_recent_events(const std::vector<std::filesystem::path>& journals, std::size_t count,
-                              std::uint64_t maximum_bytes = 4 * 1024 * 1024);
+                              std::uint64_t maximum_bytes = 4 * 1024 * 1024, std::string_view only_kind = {});
 
 }  // namespace deskd::desk

@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 #include <cerrno>
 
+#include "base/atomic_file.h"
 #include "base/unique_fd.h"
 #include "runner/desk/market_status.h"
 
@@ -66,39 +67,6 @@ Elapsed elapsed_firings(const Schedule& schedule, TimePoint after, TimePoint unt
 
 Error malformed(const fs::path& path, const std::string& why) {
   return Error::make(ErrorCode::invalid_argument, "The schedule state file " + quoted(path) + " is malformed: " + why + ".");
-}
-
-// Makes the rename durable: without it a power cut can bring back the previous file.
-Result<void> sync_folder(const fs::path& folder) {
-  const fs::path name = folder.empty() ? fs::path(".") : folder;
-  const UniqueFd fd(retry_on_eintr([&] { return ::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }));
-  if (!fd || ::fsync(fd.get()) != 0) {
-    return Error::from_errno(errno, "The schedule state folder " + quoted(name) + " could not be synced");
-  }
-  return success();
-}
-
-// Written to a temporary file, flushed, then renamed: a crash leaves the old state or the
-// new one, never half of one.
-Result<void> write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path temporary = path.string() + ".tmp";
-  UniqueFd fd(retry_on_eintr([&] { return ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600); }));
-  if (!fd) return Error::from_errno(errno, "The schedule state file " + quoted(temporary) + " could not be created");
-  const auto fail = [&](const char* what) {
-    const int error_number = errno;
-    ::unlink(temporary.c_str());
-    return Error::from_errno(error_number, "The schedule state file " + quoted(temporary) + " could not be " + what);
-  };
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const ssize_t written = retry_on_eintr([&] { return ::write(fd.get(), rest.data(), rest.size()); });
-    if (written < 0) return fail("written");
-    rest.remove_prefix(static_cast<std::size_t>(written));
-  }
-  if (retry_on_eintr([&] { return ::fsync(fd.get()); }) != 0) return fail("flushed to disk");
-  fd.reset();
-  if (::rename(temporary.c_str(), path.c_str()) != 0) return fail(("renamed to " + quoted(path)).c_str());
-  return sync_folder(path.parent_path());
 }
 
 }  // namespace
@@ -228,7 +196,7 @@ Result<void> save_checked_until(const fs::path& path, TimePoint time) {
   // every firing already handled, while rounding up could pass one that has not run yet.
   const auto unix_ms = std::chrono::floor<std::chrono::milliseconds>(time).time_since_epoch().count();
   const json::object state{{"checked_until", iso8601_india(time)}, {"unix_ms", static_cast<std::int64_t>(unix_ms)}};
-  return write_atomically(path, json::serialize(state) + "\n");
+  return write_file_atomically(path, json::serialize(state) + "\n", "the schedule state file");
 }
 
 }  // namespace deskd::desk

@@ -28,10 +28,8 @@ namespace deskd::desk {
 class EventBus;
 class MarketStatus;
 
-inline constexpr const char* kScheduleMissed = "SCHEDULE_MISSED";
-/// checked_until could not be saved: after a restart a firing may be missed or run twice.
-/// Published once per run of failures, with {"reason", "state_file"}.
-inline constexpr const char* kScheduleStateNotSaved = "SCHEDULE_STATE_NOT_SAVED";
+// Its events: SCHEDULE_MISSED, and SCHEDULE_STATE_NOT_SAVED once per run of failures to
+// save checked_until, with {"reason", "state_file"} (runner/desk/event_kinds.h).
 
 struct Schedule {
   std::string name;

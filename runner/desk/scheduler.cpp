@@ -44,7 +44,7 @@ Scheduler::Scheduler(asio::any_io_executor executor, std::vector<Schedule> sched
       recheck_(recheck) {}
 
 void Scheduler::publish_missed(const Schedule& schedule, TimePoint due, std::size_t count, std::string reason) {
-  bus_.publish(settings_.desk, kScheduleMissed,
+  bus_.publish(settings_.desk, event_kind::kScheduleMissed,
                {{"schedule", schedule.name},
                 {"due", iso8601_india(due)},
                 {"missed", static_cast<std::uint64_t>(count)},
@@ -71,7 +71,7 @@ void Scheduler::save(TimePoint checked_until) {
   // Once per run of failures: a full disk must not turn into an event every recheck.
   if (save_failing_) return;
   save_failing_ = true;
-  bus_.publish(settings_.desk, kScheduleStateNotSaved,
+  bus_.publish(settings_.desk, event_kind::kScheduleStateNotSaved,
                {{"reason", saved.error().what}, {"state_file", settings_.state_file.string()}});
 }
 
@@ -86,7 +86,7 @@ asio::awaitable<void> Scheduler::run() {
   } else {
     // Without the state nobody knows what was missed: say so once, and start afresh
     // rather than guess (a guess could run a firing twice). The next save repairs the file.
-    bus_.publish(settings_.desk, kScheduleMissed,
+    bus_.publish(settings_.desk, event_kind::kScheduleMissed,
                  {{"reason", "The schedule state could not be read (" + loaded.error().what +
                                  ") so firings missed while deskd was not running are unknown."},
                   {"state_file", settings_.state_file.string()}});

@@ -1,13 +1,14 @@
 #include "runner/desk/session_keeper.h"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
 #include <fstream>
 #include <sstream>
 
+#include "base/atomic_file.h"
+#include "base/random_id.h"
 #include "base/unique_fd.h"
 #include "runner/desk/india_time.h"
 
@@ -15,32 +16,7 @@ namespace deskd::desk {
 namespace json = boost::json;
 namespace {
 
-std::string random_suffix() {
-  unsigned char bytes[3] = {};
-  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) bytes[0] = static_cast<unsigned char>(::getpid());
-  char text[8];
-  std::snprintf(text, sizeof text, "%02x%02x%02x", bytes[0], bytes[1], bytes[2]);
-  return text;
-}
-
-// Written to a temporary file, flushed, then renamed: a crash leaves the old session or
-// the new one, never half of one.
-Result<void> write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const auto temporary = path.string() + ".tmp";
-  UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd) return Error::from_errno(errno, "Saving the session to " + temporary + " failed");
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const ssize_t written = retry_on_eintr([&] { return ::write(fd.get(), rest.data(), rest.size()); });
-    if (written < 0) return Error::from_errno(errno, "Writing the session " + temporary + " failed");
-    rest.remove_prefix(static_cast<std::size_t>(written));
-  }
-  if (::fsync(fd.get()) != 0) return Error::from_errno(errno, "Flushing the session " + temporary + " failed");
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    return Error::from_errno(errno, "Replacing the session " + path.native() + " failed");
-  }
-  return success();
-}
+std::string random_suffix() { return random_hex(3); }
 
 json::object to_json(const Session& session) {
   return {{"id", session.id}, {"india_date", session.india_date}, {"summary", session.summary},
@@ -89,7 +65,7 @@ Session SessionKeeper::new_session(std::string summary) const {
 }
 
 Result<void> SessionKeeper::save() const {
-  return write_atomically(folder_ / "current.json", json::serialize(to_json(session_)));
+  return write_file_atomically(folder_ / "current.json", json::serialize(to_json(session_)), "the session");
 }
 
 Result<void> SessionKeeper::start(TurnRunner& runner) {
@@ -121,7 +97,8 @@ bool SessionKeeper::needs_rollover() const {
 boost::asio::awaitable<std::string> SessionKeeper::roll_over(TurnRunner& runner) {
   std::string summary = co_await runner.summarise();
   const auto archived = folder_ / "archive" / (session_.id + ".json");
-  if (auto saved = write_atomically(archived, json::serialize(to_json(session_))); !saved.ok()) {
+  if (auto saved = write_file_atomically(archived, json::serialize(to_json(session_)), "the archived session");
+      !saved.ok()) {
     throw std::runtime_error(saved.error().what);
   }
   session_ = new_session(std::move(summary));

@@ -1,7 +1,9 @@
-// The desk's slash commands, answered by code: /stop cancels the running turn at once;
-// /status, /usage, /help and /skills only read the desk and are answered beside a turn;
-// /btw asks the model a side question beside it; /pause and /resume switch the model off
-// and on; /queue holds a message for the next turn; /rollover and skills wait their turn.
+// The desk's slash commands, answered by code, in one table that the dispatcher, /help and
+// the command menu (deskctl commands) all read: /stop cancels the running turn at once;
+// /status, /usage, /help, /skills, /agents, /journal and /tools only read the desk and are
+// answered beside a turn; /btw asks the model a side question beside it; /pause and /resume
+// switch the model off and on; /queue holds a message for the next turn; /rollover and
+// skills wait their turn.
 
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
@@ -33,19 +35,6 @@ ParsedCommand parse(const std::string& text) {
   }
   return command;
 }
-
-const std::pair<const char*, const char*> kCommands[] = {
-    {"/status", "what the desk is doing, its queue, session, mode and today's usage"},
-    {"/usage", "today's model usage and its estimated cost"},
-    {"/help", "this list"},
-    {"/skills", "the desk's skills"},
-    {"/stop", "stop the running turn at once; the queue goes on"},
-    {"/btw", "/btw <question>: ask the model a side question beside the running turn"},
-    {"/queue", "/queue <message>: hold a message for the next turn instead of steering this one"},
-    {"/pause", "answer without asking any model until /resume"},
-    {"/resume", "let the desk ask its model again"},
-    {"/rollover", "summarise the session and start a fresh one"},
-};
 
 std::string seconds_since(std::chrono::system_clock::time_point start, std::chrono::system_clock::time_point now) {
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) + " s";
@@ -84,33 +73,117 @@ std::string skills_text(const DeskCore& core) {
   return text;
 }
 
-// Answers a /btw question beside the running turn; cancelled when the desk stops.
-void ask_beside(DeskCore& core, const Trigger& trigger, std::string question) {
+}  // namespace
+
+namespace {
+
+using Handler = void (*)(DeskCore& core, Trigger& trigger, const ParsedCommand& command);
+
+// One slash command: its name, what /help says of it, and its handler, which answers it
+// (now, or beside the running turn) or queues it.
+struct SlashCommand {
+  const char* name;
+  const char* description;
+  Handler handle;
+};
+
+void reply_now(DeskCore& core, const Trigger& trigger, const ParsedCommand& command, std::string reply) {
+  core.answer(trigger, command.name, std::move(reply));
+  core.finish(trigger);
+}
+
+void help(DeskCore& core, Trigger& trigger, const ParsedCommand& command);
+
+// clang-format off
+const SlashCommand kCommands[] = {
+    {"/status", "what the desk is doing, its queue, session, mode and today's usage",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { reply_now(core, trigger, command, status_text(core)); }},
+    {"/usage", "today's model usage (the desk's and its subagents') and its estimated cost",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
+       reply_now(core, trigger, command, core.parts.usage_tracker ? core.parts.usage_tracker->describe() : "This desk tracks no usage.");
+     }},
+    {"/help", "this list", help},
+    {"/skills", "the desk's skills",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { reply_now(core, trigger, command, skills_text(core)); }},
+    {"/agents", "the subagents running and recent: id, task, state, turns, tokens",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { reply_now(core, trigger, command, agents_text(core)); }},
+    {"/journal", "/journal [N] [KIND]: the desk's last N journal entries (20), of one kind if named",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { answer_journal(core, trigger, command.arguments); }},
+    {"/tools", "the desk's tools and what each may touch",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { reply_now(core, trigger, command, tools_text(core)); }},
+    {"/stop", "stop the running turn (and its subagents) at once; the queue goes on",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
+       if (core.state != DeskState::running || !core.turn_stop) return reply_now(core, trigger, command, "No turn is running.");
+       core.stop_requested = true;
+       core.turn_stop->emit(asio::cancellation_type::terminal);
+       reply_now(core, trigger, command, "Stopping the running turn; the queue goes on.");
+     }},
+    {"/btw", "/btw <question>: ask the model a side question beside the running turn",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
+       if (command.arguments.empty()) {
+         return reply_now(core, trigger, command, "Ask a question after /btw, for example: /btw what is the lot size?");
+       }
+       answer_beside(core, trigger, "/btw", core.runner->side_question(command.arguments), "The side question failed: ");
+     }},
+    {"/queue", "/queue <message>: hold a message for the next turn instead of steering this one",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
+       if (command.arguments.empty()) return reply_now(core, trigger, command, "Write the message after /queue.");
+       trigger.text = command.arguments;
+       trigger.kind = Trigger::Kind::message;
+       trigger.queued_explicitly = true;
+       core.enqueue(std::move(trigger));
+     }},
+    {"/pause", "answer without asking any model until /resume",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
+       core.paused = true;
+       reply_now(core, trigger, command, "Paused: the desk answers without asking any model until /resume.");
+     }},
+    {"/resume", "let the desk ask its model again",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
+       core.paused = false;
+       reply_now(core, trigger, command, "Resumed: the desk asks its model again.");
+     }},
+    // Waits its turn in the queue: run_queued_command runs it.
+    {"/rollover", "summarise the session and start a fresh one",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand&) { core.enqueue(std::move(trigger)); }},
+};
+// clang-format on
+
+void help(DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
+  std::string text = "Commands:";
+  for (const auto& entry : catalogue(core)) text += "\n" + entry.name + " - " + entry.description;
+  reply_now(core, trigger, command, std::move(text));
+}
+
+}  // namespace
+
+void answer_beside(DeskCore& core, const Trigger& trigger, std::string command, awaitable<std::string> work,
+                   std::string failure_prefix) {
   auto signal = std::make_shared<asio::cancellation_signal>();
   core.beside.push_back(signal);
   auto self = core.shared_from_this();
-  asio::co_spawn(core.executor, core.runner->side_question(std::move(question)),
-                 asio::bind_cancellation_slot(signal->slot(), [self, signal, trigger](std::exception_ptr error, std::string reply) {
+  asio::co_spawn(core.executor, std::move(work),
+                 asio::bind_cancellation_slot(signal->slot(), [self, signal, trigger, command = std::move(command),
+                                                               failure_prefix = std::move(failure_prefix)](
+                                                                  std::exception_ptr error, std::string reply) {
                    std::erase(self->beside, signal);
                    if (error) {
                      try {
                        std::rethrow_exception(error);
                      } catch (const std::exception& failure) {
-                       reply = std::string("The side question failed: ") + failure.what();
+                       reply = failure_prefix + failure.what();
                      } catch (...) {
-                       reply = "The side question failed.";
+                       reply = failure_prefix + "an unknown error.";
                      }
                    }
-                   self->answer(trigger, "/btw", std::move(reply));
+                   self->answer(trigger, command, std::move(reply));
                    self->finish(trigger);
                  }));
 }
 
-}  // namespace
-
 std::vector<CommandEntry> catalogue(const DeskCore& core) {
   std::vector<CommandEntry> entries;
-  for (const auto& [name, description] : kCommands) entries.push_back({name, description});
+  for (const SlashCommand& command : kCommands) entries.push_back({command.name, command.description});
   if (core.parts.skill_library != nullptr) {
     for (const auto& skill : core.parts.skill_library->skills()) entries.push_back({"/" + skill.name, skill.description});
   }
@@ -119,51 +192,13 @@ std::vector<CommandEntry> catalogue(const DeskCore& core) {
 
 void handle_command(DeskCore& core, Trigger trigger) {
   const ParsedCommand command = parse(trigger.text);
-  const auto reply_now = [&](std::string reply) {
-    core.answer(trigger, command.name, std::move(reply));
-    core.finish(trigger);
-  };
-  if (command.name == "/stop") {
-    if (core.state == DeskState::running && core.turn_stop) {
-      core.stop_requested = true;
-      core.turn_stop->emit(asio::cancellation_type::terminal);
-      return reply_now("Stopping the running turn; the queue goes on.");
-    }
-    return reply_now("No turn is running.");
-  }
-  if (command.name == "/status") return reply_now(status_text(core));
-  if (command.name == "/usage") {
-    return reply_now(core.parts.usage_tracker ? core.parts.usage_tracker->describe() : "This desk tracks no usage.");
-  }
-  if (command.name == "/help") {
-    std::string text = "Commands:";
-    for (const auto& entry : catalogue(core)) text += "\n" + entry.name + " - " + entry.description;
-    return reply_now(text);
-  }
-  if (command.name == "/skills") return reply_now(skills_text(core));
-  if (command.name == "/pause") {
-    core.paused = true;
-    return reply_now("Paused: the desk answers without asking any model until /resume.");
-  }
-  if (command.name == "/resume") {
-    core.paused = false;
-    return reply_now("Resumed: the desk asks its model again.");
-  }
-  if (command.name == "/btw") {
-    if (command.arguments.empty()) return reply_now("Ask a question after /btw, for example: /btw what is the lot size?");
-    return ask_beside(core, trigger, command.arguments);
-  }
-  if (command.name == "/queue") {
-    if (command.arguments.empty()) return reply_now("Write the message after /queue.");
-    trigger.text = command.arguments;
-    trigger.kind = Trigger::Kind::message;
-    trigger.queued_explicitly = true;
-    return core.enqueue(std::move(trigger));
+  for (const SlashCommand& known : kCommands) {
+    if (command.name == known.name) return known.handle(core, trigger, command);
   }
   const bool is_skill = core.parts.skill_library != nullptr && command.name.size() > 1 &&
                         core.parts.skill_library->find(command.name.substr(1)) != nullptr;
-  if (command.name == "/rollover" || is_skill) return core.enqueue(std::move(trigger));
-  reply_now("Unknown command " + command.name + ". Send /help for the list of commands.");
+  if (is_skill) return core.enqueue(std::move(trigger));
+  reply_now(core, trigger, command, "Unknown command " + command.name + ". Send /help for the list of commands.");
 }
 
 awaitable<bool> run_queued_command(DeskCore& core, const Trigger& trigger) {

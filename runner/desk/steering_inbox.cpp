@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "runner/desk/event_kinds.h"
+
 namespace deskd::desk {
 namespace {
 
@@ -13,11 +15,11 @@ boost::json::object describe(const Trigger& trigger) {
 
 // Events are published with the inbox's lock held, so that STEERING_QUEUED and
 // STEERING_DELIVERED appear in the order the messages really took. The lock order is
-// inbox, then bus; bus sinks never reach back into an inbox.
+// inbox, then the desk's publish (journal, bus); neither reaches back into an inbox.
 
 void SteeringInbox::put(Trigger trigger) {
   const std::lock_guard lock(mutex_);
-  bus_.publish(desk_, event_kind::kSteeringQueued, describe(trigger));
+  publish_(event_kind::kSteeringQueued, describe(trigger));
   waiting_.push_back(std::move(trigger));
 }
 
@@ -26,7 +28,7 @@ std::vector<Trigger> SteeringInbox::take_all() {
   std::vector<Trigger> taken(std::make_move_iterator(waiting_.begin()),
                              std::make_move_iterator(waiting_.end()));
   waiting_.clear();
-  for (const Trigger& trigger : taken) bus_.publish(desk_, event_kind::kSteeringDelivered, describe(trigger));
+  for (const Trigger& trigger : taken) publish_(event_kind::kSteeringDelivered, describe(trigger));
   return taken;
 }
 

@@ -3,18 +3,24 @@
 // next tool round picks them up. Whatever the turn never picked up (it ended, failed, was
 // stopped or stalled) is handed back to the desk as queued triggers — never dropped.
 
+#include <boost/json/object.hpp>
+
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <vector>
 
-#include "runner/desk/event_bus.h"
 #include "runner/desk/trigger.h"
 
 namespace deskd::desk {
 
 class SteeringInbox {
  public:
-  SteeringInbox(EventBus& bus, std::string desk) : bus_(bus), desk_(std::move(desk)) {}
+  /// How the inbox tells its events: the desk's publish, which journals them (recovery
+  /// reads STEERING_DELIVERED back); called with the inbox's lock held, so it must not
+  /// reach back into the inbox.
+  using Publish = std::function<void(const char* kind, boost::json::object data)>;
+  explicit SteeringInbox(Publish publish) : publish_(std::move(publish)) {}
 
   /// Leaves a message for the running turn (publishes STEERING_QUEUED). Thread-safe.
   void put(Trigger trigger);
@@ -25,8 +31,7 @@ class SteeringInbox {
   std::size_t size() const;
 
  private:
-  EventBus& bus_;
-  std::string desk_;
+  Publish publish_;
   mutable std::mutex mutex_;
   std::deque<Trigger> waiting_;
 };

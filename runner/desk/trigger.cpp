@@ -1,13 +1,11 @@
 #include "runner/desk/trigger.h"
 
-#include <sys/random.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <boost/json.hpp>
 #include <cstdio>
 
-#include "base/hex.h"
+#include "base/random_id.h"
 
 namespace deskd::desk {
 namespace {
@@ -16,14 +14,6 @@ namespace json = boost::json;
 using namespace std::chrono;
 
 constexpr std::size_t kIdRandomBytes = 8;
-
-// SplitMix64: spreads a counter over 64 bits, for the fallback below.
-std::uint64_t mix(std::uint64_t value) {
-  value += 0x9E3779B97F4A7C15ULL;
-  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  value = (value ^ (value >> 27)) * 0x94D049BB133111EBULL;
-  return value ^ (value >> 31);
-}
 
 // Times are written in UTC with only as many fraction digits as they need (none, 3, 6 or
 // 9), so a journal stays readable and a nanosecond time_point still comes back exactly.
@@ -121,21 +111,7 @@ Result<bool> bool_field(const json::object& object, std::string_view field) {
 
 }  // namespace
 
-std::string make_trigger_id() {
-  unsigned char random[kIdRandomBytes] = {};
-  if (::getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
-    // getrandom fails only on kernels without it or before the pool is seeded. Ids need
-    // to be unique, not secret: a counter spread with the time and pid keeps them apart.
-    static std::atomic<std::uint64_t> counter{0};
-    const auto now = static_cast<std::uint64_t>(steady_clock::now().time_since_epoch().count());
-    const std::uint64_t value =
-        mix(counter.fetch_add(1) ^ mix(now) ^ (static_cast<std::uint64_t>(::getpid()) << 40));
-    for (std::size_t index = 0; index < sizeof random; ++index) {
-      random[index] = static_cast<unsigned char>(value >> (8 * index));
-    }
-  }
-  return "t-" + hex_encode(random);
-}
+std::string make_trigger_id() { return "t-" + random_hex(kIdRandomBytes); }
 
 Trigger::Kind kind_of_text(const std::string& text) {
   return !text.empty() && text.front() == '/' ? Trigger::Kind::command : Trigger::Kind::message;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "base/atomic_file.h"
 #include "base/unique_fd.h"
 #include "runner/desk/model_prices.h"
 
@@ -39,46 +40,6 @@ Result<std::string> read_file(const std::filesystem::path& file) {
           "The usage file " + file.native() + " is over 1 MiB, so it is not a usage file.");
     }
   }
-}
-
-Result<void> write_all(int fd, std::string_view contents, const std::filesystem::path& file) {
-  while (!contents.empty()) {
-    const ssize_t written =
-        retry_on_eintr([&] { return ::write(fd, contents.data(), contents.size()); });
-    if (written < 0) return Error::from_errno(errno, "Writing " + file.native() + " failed");
-    contents.remove_prefix(static_cast<std::size_t>(written));
-  }
-  return success();
-}
-
-// Temporary file, fsync, rename, fsync of the folder: after a crash the file holds the old
-// day or the new one, never half of either, and the rename itself survives a power cut.
-Result<void> write_atomically(const std::filesystem::path& file, std::string_view contents) {
-  const std::filesystem::path folder = file.has_parent_path() ? file.parent_path() : ".";
-  const std::filesystem::path temporary = folder / ("." + file.filename().native() + ".tmp");
-  UniqueFd fd(retry_on_eintr([&] {
-    return ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  }));
-  if (!fd) return Error::from_errno(errno, "Creating " + temporary.native() + " failed");
-  Result<void> written = write_all(fd.get(), contents, temporary);
-  if (written.ok() && ::fsync(fd.get()) != 0) {
-    written = Error::from_errno(errno, "Flushing " + temporary.native() + " failed");
-  }
-  fd.reset();
-  if (written.ok() && ::rename(temporary.c_str(), file.c_str()) != 0) {
-    written = Error::from_errno(
-        errno, "Renaming " + temporary.native() + " to " + file.native() + " failed");
-  }
-  if (!written.ok()) {
-    ::unlink(temporary.c_str());
-    return written;
-  }
-  UniqueFd directory(
-      retry_on_eintr([&] { return ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }));
-  if (!directory || ::fsync(directory.get()) != 0) {
-    return Error::from_errno(errno, "Flushing the folder " + folder.native() + " failed");
-  }
-  return success();
 }
 
 // One place maps the file's counter names to fields, for both reading and writing.
@@ -270,7 +231,9 @@ Result<void> UsageTracker::record(std::string_view model, const std::optional<Us
   return save();
 }
 
-Result<void> UsageTracker::save() const { return write_atomically(file_, to_json(date_, models_)); }
+Result<void> UsageTracker::save() const {
+  return write_file_atomically(file_, to_json(date_, models_), "today's usage");
+}
 
 DailyUsage UsageTracker::today() const {
   std::lock_guard lock(mutex_);

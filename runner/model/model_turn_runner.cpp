@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <optional>
 
+#include "base/exception_text.h"
 #include "runner/desk/event.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/usage_tracker.h"
+#include "runner/model/tool_round.h"
 #include "runner/tools/tool_registry.h"
 
 namespace deskd::model {
@@ -20,16 +22,6 @@ namespace {
 
 json::object text_message(const char* role, const std::string& text) {
   return {{"role", role}, {"content", json::array{json::object{{"type", "text"}, {"text", text}}}}};
-}
-
-std::string describe(const std::exception_ptr& failure) {
-  try {
-    std::rethrow_exception(failure);
-  } catch (const std::exception& error) {
-    return error.what();
-  } catch (...) {
-    return "an unknown error";
-  }
 }
 
 bool is_message(const json::value& message, std::string_view role) {
@@ -131,6 +123,9 @@ awaitable<ModelResponse> ModelTurnRunner::ask(ModelRequest built) {
     // A server that sent no token counts leaves the request's usage unknown, not zero.
     (void)usage_->record(response.model, response.usage_reported ? std::optional<desk::Usage>(response.usage) : std::nullopt);
   }
+  ++requests_;
+  tokens_ += response.usage.input_tokens + response.usage.output_tokens + response.usage.cache_read_tokens +
+             response.usage.cache_write_tokens;
   co_return response;
 }
 
@@ -144,10 +139,33 @@ namespace {
 ModelRequest watched_by(ModelRequest request, desk::TurnContext& context) {
   request.on_progress = [&context] { context.progress(); };
   request.on_retry = [&context](const std::string& reason) {
-    context.publish("MODEL_RETRYING", {{"reason", reason}});
+    context.publish(desk::event_kind::kModelRetrying, {{"reason", reason}});
     context.progress();
   };
   return request;
+}
+
+// Each tool call is told as it starts (TOOL_CALLED) and ends (TOOL_FINISHED), and its
+// result joins the round's `results` as it ends. Built outside the coroutine, as above.
+ToolRoundWatch told_to(desk::TurnContext& context, const std::vector<ToolCall>& calls, json::array& results,
+                       std::size_t maximum_result_bytes) {
+  return ToolRoundWatch{
+      [&context, &calls](std::size_t index) {
+        context.publish(desk::event_kind::kToolCalled,
+                        {{"tool", calls[index].name}, {"id", calls[index].id}, {"input", calls[index].input}});
+      },
+      [&context, &calls, &results, maximum_result_bytes](std::size_t index, const tools::ToolResult& result) {
+        json::object finished{{"tool", calls[index].name},
+                              {"id", calls[index].id},
+                              {"is_error", result.is_error},
+                              {"text", cut(result.text, 2000)}};
+        if (result.exit_status) finished["exit_status"] = *result.exit_status;
+        context.publish(desk::event_kind::kToolFinished, std::move(finished));
+        results.push_back(json::object{{"type", "tool_result"},
+                                       {"tool_use_id", calls[index].id},
+                                       {"content", cut(result.text, maximum_result_bytes)},
+                                       {"is_error", result.is_error}});
+      }};
 }
 
 }  // namespace
@@ -175,6 +193,10 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
       }
       ModelResponse response = co_await ask_for_turn(context);
       context.progress();
+      if (settings_.maximum_tokens != 0 && tokens_ > settings_.maximum_tokens) {
+        throw std::runtime_error("The turn used " + std::to_string(tokens_) + " tokens, past its budget of " +
+                                 std::to_string(settings_.maximum_tokens) + ", and was ended.");
+      }
       if (!response.text.empty()) {
         context.publish(desk::event_kind::kModelText, {{"text", response.text}});
         reply = std::exchange(before_the_cut, std::string()) + response.text;
@@ -201,19 +223,8 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
       if (response.tool_calls.empty()) break;
 
       results = json::array{};
-      for (const ToolCall& call : response.tool_calls) {
-        context.publish(desk::event_kind::kToolCalled, {{"tool", call.name}, {"id", call.id}, {"input", call.input}});
-        // Not a ?: around co_await: GCC 12 miscompiles co_await inside a conditional operator.
-        tools::ToolResult result = tools::ToolResult::failure("This desk has no tools.");
-        if (registry_) result = co_await registry_->call(call.name, call.input);
-        json::object finished{{"tool", call.name}, {"id", call.id}, {"is_error", result.is_error},
-                              {"text", cut(result.text, 2000)}};
-        if (result.exit_status) finished["exit_status"] = *result.exit_status;
-        context.publish(desk::event_kind::kToolFinished, std::move(finished));
-        results.push_back(json::object{{"type", "tool_result"}, {"tool_use_id", call.id},
-                                       {"content", cut(result.text, settings_.maximum_tool_result_bytes)},
-                                       {"is_error", result.is_error}});
-      }
+      const ToolRoundWatch watch = told_to(context, response.tool_calls, results, settings_.maximum_tool_result_bytes);
+      (void)co_await run_tool_round(registry_, response.tool_calls, watch);
       // Steering rides with the tool results: the model reads it before its next move.
       for (const desk::Trigger& steering : context.take_steering()) {
         const std::string who = steering.sender.empty() ? "the user" : steering.sender;
@@ -227,7 +238,8 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
   if (failure) {
     // The session stays one a model accepts: every tool call it holds has its result, the
     // real one where the tool ran. (A request with a tool call and no result is refused.)
-    answer_open_tool_calls(transcript_, std::move(results), "the turn ended before it ran (" + describe(failure) + ")");
+    answer_open_tool_calls(transcript_, std::move(results),
+                           "the turn ended before it ran (" + describe_exception(failure) + ")");
     if (keeper_ != nullptr) (void)keeper_->save_transcript(transcript_);
     std::rethrow_exception(failure);
   }
@@ -302,8 +314,9 @@ awaitable<void> ModelTurnRunner::compact_if_needed(const ModelResponse& response
   const boost::asio::cancellation_state state = co_await boost::asio::this_coro::cancellation_state;
   if (failure && state.cancelled() != boost::asio::cancellation_type::none) std::rethrow_exception(failure);
   if (failure || summary.text.empty()) {
-    context.publish("SESSION_COMPACTION_FAILED",
-                    {{"error", failure ? "The summary failed: " + describe(failure) : std::string("The summary came back empty.")},
+    context.publish(desk::event_kind::kSessionCompactionFailed,
+                    {{"error", failure ? "The summary failed: " + describe_exception(failure)
+                                       : std::string("The summary came back empty.")},
                      {"input_tokens", static_cast<std::uint64_t>(used)}});
     co_return;
   }
@@ -326,7 +339,8 @@ awaitable<void> ModelTurnRunner::compact_if_needed(const ModelResponse& response
   for (std::size_t index = first_kept; index < transcript_.size(); ++index) kept.push_back(transcript_[index]);
   const std::size_t summarised = *split;
   transcript_ = std::move(kept);
-  context.publish("SESSION_COMPACTED", {{"messages_summarised", summarised}, {"input_tokens", static_cast<std::uint64_t>(used)}});
+  context.publish(desk::event_kind::kSessionCompacted,
+                  {{"messages_summarised", summarised}, {"input_tokens", static_cast<std::uint64_t>(used)}});
 }
 
 awaitable<std::string> ModelTurnRunner::side_question(std::string question) {

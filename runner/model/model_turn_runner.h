@@ -39,6 +39,9 @@ struct TurnRunnerSettings {
   /// A reply cut at max_tokens (with no tool call) is followed once per turn by a request
   /// to go on from where it stopped, instead of ending the turn cut.
   bool continue_after_max_tokens = false;
+  /// A turn whose model calls have used more tokens than this (input and output, over the
+  /// runner's life) ends with an error; 0 for no budget. A subagent's budget.
+  std::uint64_t maximum_tokens = 0;
 };
 
 class ModelTurnRunner final : public desk::TurnRunner {
@@ -53,6 +56,10 @@ class ModelTurnRunner final : public desk::TurnRunner {
   boost::asio::awaitable<std::string> summarise() override;
   void resume_session(const desk::Session& session) override;
   boost::asio::awaitable<void> close() override;
+
+  /// Model calls made, and the tokens they used, over the runner's life.
+  std::uint64_t requests() const { return requests_; }
+  std::uint64_t tokens() const { return tokens_; }
 
   /// The transcript so far (for tests and the session keeper).
   const boost::json::array& transcript() const { return transcript_; }
@@ -76,6 +83,8 @@ class ModelTurnRunner final : public desk::TurnRunner {
   boost::json::array transcript_;
   /// Said to the model with the next message: its last turn's reply was cut.
   std::string cut_note_;
+  std::uint64_t requests_ = 0;
+  std::uint64_t tokens_ = 0;
 };
 
 }  // namespace deskd::model

@@ -1,5 +1,6 @@
 #include "runner/model/script_provider.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <fstream>
 #include <sstream>
@@ -51,6 +52,7 @@ std::size_t rough_tokens(const json::array& messages) { return json::serialize(m
 
 ScriptProvider::ScriptProvider(ScriptProvider&& other) noexcept
     : turns_(std::move(other.turns_)),
+      subagent_turns_(std::move(other.subagent_turns_)),
       turn_index_(other.turn_index_),
       step_index_(other.step_index_),
       call_counter_(other.call_counter_),
@@ -58,6 +60,7 @@ ScriptProvider::ScriptProvider(ScriptProvider&& other) noexcept
 
 Result<ScriptProvider> ScriptProvider::parse(std::string_view text, std::string_view source) {
   std::vector<Turn> turns;
+  auto subagent_turns = std::make_shared<SubagentTurns>();
   std::size_t counter = 0;
   std::size_t line_number = 0;
   std::istringstream lines{std::string(text)};
@@ -87,9 +90,16 @@ Result<ScriptProvider> ScriptProvider::parse(std::string_view text, std::string_
       if (!parsed.ok()) return Error::make(ErrorCode::invalid_argument, where + parsed.error().what + ".");
       turn.push_back(std::move(parsed).value());
     }
+    if (const json::value* task = object.if_contains("subagent")) {
+      if (!task->is_string() || task->as_string().empty()) {
+        return Error::make(ErrorCode::invalid_argument, where + "\"subagent\" must be a task (a non-empty string).");
+      }
+      subagent_turns->unplayed.emplace_back(std::string(task->as_string()), std::move(turn));
+      continue;
+    }
     turns.push_back(std::move(turn));
   }
-  return ScriptProvider(std::move(turns));
+  return ScriptProvider(std::move(turns), std::move(subagent_turns));
 }
 
 Result<ScriptProvider> ScriptProvider::load(const std::filesystem::path& path) {
@@ -101,6 +111,25 @@ Result<ScriptProvider> ScriptProvider::load(const std::filesystem::path& path) {
 }
 
 ScriptProvider ScriptProvider::embedded_demo() { return std::move(parse(kDemoScript, "embedded demo script")).value(); }
+
+std::shared_ptr<ScriptProvider> ScriptProvider::for_subagent(const std::string& task) {
+  std::vector<Turn> turns;
+  {
+    const std::lock_guard lock(subagent_turns_->mutex);
+    auto& unplayed = subagent_turns_->unplayed;
+    auto found = std::find_if(unplayed.begin(), unplayed.end(), [&](const auto& line) { return line.first == task; });
+    if (found == unplayed.end()) {
+      found = std::find_if(unplayed.begin(), unplayed.end(), [](const auto& line) { return line.first == "*"; });
+    }
+    if (found != unplayed.end()) {
+      turns.push_back(std::move(found->second));
+      unplayed.erase(found);
+    } else {
+      turns.push_back(Turn{Step{"The script has no line for a subagent with this task.", {}}});
+    }
+  }
+  return std::shared_ptr<ScriptProvider>(new ScriptProvider(std::move(turns), std::make_shared<SubagentTurns>()));
+}
 
 boost::asio::awaitable<ModelResponse> ScriptProvider::complete(ModelRequest request) {
   ModelResponse response;

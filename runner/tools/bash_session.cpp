@@ -1,7 +1,6 @@
 #include "runner/tools/bash_session.h"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <boost/asio.hpp>
@@ -11,7 +10,7 @@
 #include <deque>
 #include <vector>
 
-#include "base/hex.h"
+#include "base/random_id.h"
 #include "runner/tools/bash_loop.h"
 #include "runner/tools/output_collector.h"
 #include "sandbox/launcher.h"
@@ -27,14 +26,6 @@ namespace {
 
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kBackgroundLogCharacters = 4000;
-
-std::string random_hex(std::size_t bytes) {
-  unsigned char random[16] = {};
-  if (::getrandom(random, bytes, 0) != static_cast<ssize_t>(bytes)) {
-    for (std::size_t index = 0; index < bytes; ++index) random[index] = static_cast<unsigned char>(std::rand());
-  }
-  return hex_encode(std::span<const unsigned char>(random, bytes));
-}
 
 // Python's "{:g}", which the seed's message uses: 120 -> "120", 0.5 -> "0.5".
 std::string python_g(double value) {

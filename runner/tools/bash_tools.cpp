@@ -38,6 +38,7 @@ class SessionTool : public Tool {
   ToolEffects effects() const override {
     return ToolEffects{.read_only = false, .destructive = true, .idempotent = false, .open_world = session_->reaches_network()};
   }
+  ToolReach reach() const override { return ToolReach::shell; }
 
  protected:
   BashSession& session() const { return *session_; }

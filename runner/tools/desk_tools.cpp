@@ -22,4 +22,54 @@ ToolRegistry make_desk_tools(boost::asio::any_io_executor executor, DeskToolSett
   return registry;
 }
 
+namespace {
+
+std::string joined(const std::vector<std::filesystem::path>& paths) {
+  std::string text;
+  for (const auto& path : paths) text += (text.empty() ? "" : ", ") + path.native();
+  return text.empty() ? "none" : text;
+}
+
+std::string writable_places(const policy::Confinement& confinement) {
+  std::string text;
+  for (const auto& place : confinement.writable_places()) {
+    text += (text.empty() ? "" : ", ") + place.path.native() +
+            (place.kind == policy::WritablePlace::Kind::folder ? "/" : "");
+  }
+  return text;
+}
+
+std::string reach_text(ToolReach reach, const sandbox::SandboxSpec& spec) {
+  const policy::Confinement& confinement = spec.confinement;
+  switch (reach) {
+    case ToolReach::shell:
+      return "runs commands in the desk's sandbox: reads " + confinement.desk_directory().native() +
+             " and the system folders" + (spec.read_only_paths.empty() ? "" : " and " + joined(spec.read_only_paths)) +
+             "; writes only its writable places and its own /tmp; network: " +
+             (spec.network == sandbox::NetworkMode::none ? "none (loopback only)" : "the host's");
+    case ToolReach::reads:
+      return "reads inside " + confinement.desk_directory().native() +
+             " and what the sandbox shows, never a hidden path";
+    case ToolReach::writes: return "writes only " + writable_places(confinement);
+    case ToolReach::proposes:
+      return "proposes a change to a file of the desk it may not write; a person accepts or rejects it";
+    case ToolReach::delegates:
+      return "starts subagents with these tools (or fewer), each in a sandbox of its own with this same confinement";
+    case ToolReach::none: break;
+  }
+  return "touches nothing of the desk";
+}
+
+}  // namespace
+
+std::string describe_tool_reach(const ToolRegistry& registry, const sandbox::SandboxSpec& spec) {
+  std::string text = "Tools, and what each may touch:";
+  for (const auto& tool : registry.tools())
+    text += "\n" + std::string(tool->name()) + ": " + reach_text(tool->reach(), spec);
+  text += "\nDesk folder: " + spec.confinement.desk_directory().native();
+  text += "\nWritable places: " + writable_places(spec.confinement);
+  text += "\nHidden paths (never readable, by any tool): " + joined(spec.hidden_paths);
+  return text;
+}
+
 }  // namespace deskd::tools

@@ -29,4 +29,9 @@ struct DeskToolSettings {
 /// first command. Closing the registry closes the bash session.
 ToolRegistry make_desk_tools(boost::asio::any_io_executor executor, DeskToolSettings settings);
 
+/// The text of /tools: each tool of `registry` and what it may touch, in the words of the
+/// desk's confinement and sandbox (`spec`): its folder, its writable places, its hidden
+/// paths, the read-only places it is shown and its network.
+std::string describe_tool_reach(const ToolRegistry& registry, const sandbox::SandboxSpec& spec);
+
 }  // namespace deskd::tools

@@ -72,6 +72,7 @@ class ReadFileTool final : public FileTool {
   std::string_view name() const override { return "read_file"; }
   std::string_view title() const override { return "Read a file"; }
   ToolEffects effects() const override { return ToolEffects{.read_only = true, .destructive = false, .idempotent = true, .open_world = false}; }
+  ToolReach reach() const override { return ToolReach::reads; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -87,6 +88,7 @@ class WriteFileTool final : public FileTool {
   std::string_view name() const override { return "write_file"; }
   std::string_view title() const override { return "Write a file"; }
   ToolEffects effects() const override { return ToolEffects{.read_only = false, .destructive = true, .idempotent = true, .open_world = false}; }
+  ToolReach reach() const override { return ToolReach::writes; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -105,6 +107,7 @@ class EditFileTool final : public FileTool {
   std::string_view name() const override { return "edit_file"; }
   std::string_view title() const override { return "Edit a file"; }
   ToolEffects effects() const override { return ToolEffects{.read_only = false, .destructive = true, .idempotent = false, .open_world = false}; }
+  ToolReach reach() const override { return ToolReach::writes; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -121,6 +124,7 @@ class ListDirectoryTool final : public FileTool {
   std::string_view name() const override { return "list_directory"; }
   std::string_view title() const override { return "List a folder"; }
   ToolEffects effects() const override { return ToolEffects{.read_only = true, .destructive = false, .idempotent = true, .open_world = false}; }
+  ToolReach reach() const override { return ToolReach::reads; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 
@@ -136,6 +140,7 @@ class ProposeFileChangeTool final : public FileTool {
   std::string_view name() const override { return "propose_file_change"; }
   std::string_view title() const override { return "Propose a file change"; }
   ToolEffects effects() const override { return ToolEffects{.read_only = false, .destructive = false, .idempotent = false, .open_world = false}; }
+  ToolReach reach() const override { return ToolReach::proposes; }
   std::string_view description() const override;
   std::string_view input_schema() const override;
 

@@ -1,6 +1,5 @@
 #include "runner/tools/proposal_store.h"
 
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,7 +10,7 @@
 #include <cstdio>
 #include <tuple>
 
-#include "base/hex.h"
+#include "base/random_id.h"
 #include "policy/path_resolution.h"
 #include "policy/safe_file.h"
 #include "runner/tools/unified_diff.h"
@@ -33,13 +32,7 @@ bool is_proposal_id(std::string_view id) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-Result<std::string> random_id() {
-  unsigned char random[kIdHexDigits / 2];
-  if (::getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
-    return Error::from_errno(errno, "No random number for a proposal id could be drawn");
-  }
-  return std::string(kIdPrefix) + hex_encode(random);
-}
+std::string random_id() { return std::string(kIdPrefix) + random_hex(kIdHexDigits / 2); }
 
 Error no_such_proposal(std::string_view id) {
   return Error::make(ErrorCode::not_found,
@@ -192,7 +185,7 @@ Result<Proposal> ProposalStore::create(std::string_view desk, const std::filesys
   std::error_code error;
   std::filesystem::create_directories(folder_, error);  // it may have been removed since open
   for (int attempt = 0; attempt < 8 && proposal.id.empty(); ++attempt) {
-    DESKD_ASSIGN_OR_RETURN(auto id, random_id());
+    const std::string id = random_id();
     struct stat status {};
     const auto file = folder_ / (id + std::string(kFileSuffix));
     if (::lstat(file.c_str(), &status) != 0 && errno == ENOENT) proposal.id = std::move(id);

@@ -36,6 +36,17 @@ struct ToolEffects {
 /// answered and whether output was left out. A tool that adds fields declares its own.
 extern const std::string_view kBasicOutputSchema;
 
+/// What of the desk a tool may touch, for /tools: the words come from the desk's
+/// Confinement (describe_tool_reach in desk_tools.h).
+enum class ToolReach {
+  none,       ///< nothing of the desk (a test's tool)
+  shell,      ///< runs commands in the desk's sandbox
+  reads,      ///< reads the desk's world through its PathPolicy
+  writes,     ///< writes the desk's writable places through its PathPolicy
+  proposes,   ///< stores a proposed change for a person to accept
+  delegates,  ///< starts subagents with the desk's tools, in sandboxes of their own
+};
+
 /// One tool of a desk.
 class Tool {
  public:
@@ -57,6 +68,11 @@ class Tool {
   virtual boost::asio::awaitable<ToolResult> call(const boost::json::object& input) = 0;
   /// Releases what the tool holds (the bash session); later calls fail with a clear result.
   virtual boost::asio::awaitable<void> close();
+  /// What of the desk it may touch.
+  virtual ToolReach reach() const { return ToolReach::none; }
+  /// Whether several calls to it in one model reply may run at once (subagents); the
+  /// others run one after another, in the order the model gave them.
+  virtual bool runs_beside_others() const { return false; }
 };
 
 }  // namespace deskd::tools

@@ -2,6 +2,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <string>
 
@@ -18,6 +19,24 @@ Tool* ToolRegistry::find(std::string_view name) const {
     if (tool->name() == name) return tool.get();
   }
   return nullptr;
+}
+
+Result<void> ToolRegistry::keep_only(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    if (find(name) != nullptr) continue;
+    std::string known;
+    for (const auto& tool : tools_) known += (known.empty() ? "" : ", ") + std::string(tool->name());
+    return Error::make(ErrorCode::invalid_argument,
+                       "There is no tool called '" + name.substr(0, 100) + "'. The tools are: " + known + ".");
+  }
+  std::vector<std::unique_ptr<Tool>> kept;
+  for (const std::string& name : names) {
+    const auto found =
+        std::find_if(tools_.begin(), tools_.end(), [&](const auto& tool) { return tool && tool->name() == name; });
+    if (found != tools_.end()) kept.push_back(std::move(*found));  // a name given twice is kept once
+  }
+  tools_ = std::move(kept);
+  return success();
 }
 
 boost::asio::awaitable<ToolResult> ToolRegistry::call(std::string_view name, const boost::json::object& input) {

@@ -2,9 +2,11 @@
 // ToolRegistry: a desk's tools, found by name; closing it closes them (the bash session).
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "runner/tools/tool.h"
 
 namespace deskd::tools {
@@ -15,6 +17,9 @@ class ToolRegistry {
   bool add(std::unique_ptr<Tool> tool);
   /// The tool called `name`, or nullptr.
   Tool* find(std::string_view name) const;
+  /// Keeps only the tools named in `names`, in their order; refuses (and keeps every tool)
+  /// when a name is not a tool here, naming it and the tools there are.
+  Result<void> keep_only(const std::vector<std::string>& names);
   /// Every tool, in the order added.
   const std::vector<std::unique_ptr<Tool>>& tools() const { return tools_; }
   /// Calls the tool `name`; an unknown name gives an error result listing the known ones.

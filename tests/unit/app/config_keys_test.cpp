@@ -139,5 +139,15 @@ directory = "desks/beta"
                           "uid of its own"));
 }
 
+// How many subagents a desk may run at once: 4 unless said, 0 takes the tool away, and
+// more than SubagentBoard::kMaximumLimit (16) is refused.
+TEST_F(ConfigTest, MaximumSubagentsIsReadAndBounded) {
+  EXPECT_EQ(valid(kAlpha).desks[0].maximum_subagents, 4u);
+  EXPECT_EQ(valid(std::string(kAlpha) + "maximum_subagents = 0\n").desks[0].maximum_subagents, 0u);
+  const auto refused = problems(parse(std::string(kAlpha) + "maximum_subagents = 17\n"));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_THAT(refused[0], ::testing::HasSubstr("'maximum_subagents' must be at most 16"));
+}
+
 }  // namespace
 }  // namespace deskd::app

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "runner/control/control_ops.h"
 #include "runner/control/event_history.h"
 
 namespace deskd::control {
@@ -27,6 +28,28 @@ TEST(ControlProtocol, RefusesWhatIsNotARequest) {
   auto unknown = parse_control_request(R"({"id": 4, "op": "reboot"})");
   EXPECT_EQ(unknown.problem_code, code::kUnknownOperation);
   EXPECT_EQ(unknown.request.id, json::value(4));  // echoed even though the request is refused
+}
+
+// The one table of operations: the parser knows exactly its rows, checks the fields each
+// row needs, and each row answered at once has its handler.
+TEST(ControlProtocol, TheOperationTableIsWhatTheParserKnows) {
+  const auto unknown = parse_control_request(R"({"op": "reboot"})");
+  for (const ControlOp& operation : control_ops()) {
+    SCOPED_TRACE(std::string(operation.name));
+    EXPECT_NE(unknown.problem->find(std::string(operation.name)), std::string::npos) << *unknown.problem;
+    EXPECT_EQ(find_control_op(operation.name), &operation);
+    EXPECT_EQ(operation.how == OpAnswer::now, operation.answer != nullptr);
+    json::object request{{"op", operation.name}, {"desk", "a"}, {"text", "t"}, {"proposal", "p-1"}, {"follow", 1}};
+    EXPECT_FALSE(parse_control_request(json::serialize(request)).problem);
+    for (const auto& [field, bit] : {std::pair{"desk", kNeedsDesk}, std::pair{"text", kNeedsText},
+                                     std::pair{"proposal", kNeedsProposal}, std::pair{"follow", kNeedsFollow}}) {
+      json::object lacking = request;
+      lacking.erase(field);
+      EXPECT_EQ(parse_control_request(json::serialize(lacking)).problem.has_value(), (operation.needs & bit) != 0)
+          << field;
+    }
+  }
+  EXPECT_EQ(find_control_op("reboot"), nullptr);
 }
 
 TEST(ControlProtocol, NamesTheFieldAnOperationLacksOrMistypes) {

@@ -31,21 +31,28 @@ class FakeService final : public ControlService {
     bus.add_sink([this](const desk::Event& event) { history.add(event); });
   }
   bool has_desk(const std::string& name) const override { return name == "a"; }
-  json::array desks() const override { return json::array{json::object{{"name", "a"}}}; }
-  Result<json::object> status(const std::string&) const override { return json::object{{"state", "idle"}}; }
+  std::vector<DeskSummary> desks() const override { return {DeskSummary{"a", "dry_run", "/a", "idle", {}, {}}}; }
+  DaemonStatus daemon_status() const override { return DaemonStatus{"2026-11-30T09:14:05+05:30", false, desks()}; }
+  Result<DeskStatus> status(const std::string&) const override { return DeskStatus{desks().front(), {}}; }
   Result<std::string> send(const std::string&, const std::string& text, const std::string& sender) override {
     if (text == "refuse me") return Error::make(ErrorCode::refused, "No.");
     last_sender = sender;
     return std::string("t-1");
   }
-  Result<json::array> commands(const std::string&) const override { return json::array{}; }
-  Result<json::array> proposals(const std::string&) const override { return json::array{}; }
-  Result<json::object> decide(const std::string& id, bool, const std::string&) override {
+  Result<std::vector<desk::CommandEntry>> commands(const std::string&) const override {
+    return std::vector<desk::CommandEntry>{};
+  }
+  Result<std::vector<tools::Proposal>> proposals(const std::string&) const override {
+    return std::vector<tools::Proposal>{};
+  }
+  Result<tools::Proposal> decide(const std::string& id, bool, const std::string&) override {
     return Error::make(ErrorCode::not_found, "There is no proposal '" + id + "'.");
   }
-  void reload(const std::string& who, std::function<void(Result<json::object>)> done) override {
+  void reload(const std::string& who, std::function<void(Result<ReloadOutcome>)> done) override {
     reloads.push_back(who);
-    done(json::object{{"kept", json::array{"one"}}});
+    ReloadOutcome outcome;
+    outcome.kept = {"one"};
+    done(outcome);
   }
   std::shared_ptr<desk::EventSubscription> subscribe() override { return bus.subscribe(executor_, 64); }
   EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,

@@ -111,6 +111,29 @@ TEST_F(DeskRuntimeTest, MessageDuringATurnSteersIt) {
   EXPECT_EQ(runner_->turns_started, 1);
 }
 
+// The journal's recovery reads STEERING_DELIVERED back (a delivered message was handled by
+// its turn); once they were published on the bus only and never reached the journal.
+TEST_F(DeskRuntimeTest, SteeringEventsAreJournaled) {
+  const auto journal_path = state_ / "journal.jsonl";
+  auto journal = Journal::open(journal_path);
+  ASSERT_TRUE(journal.ok());
+  DeskParts parts;
+  parts.journal = &*journal;
+  runner_->block = true;
+  start_desk(parts);
+  ASSERT_TRUE(desk_->submit(message("first")).ok());
+  wait_for("TURN_STARTED");
+  ASSERT_TRUE(desk_->submit(message("also check banknifty")).ok());
+  wait_for("STEERING_QUEUED");
+  runner_->release();
+  wait_for("TURN_FINISHED");
+  stop_desk();
+  std::ifstream file(journal_path);
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr(R"("kind":"STEERING_QUEUED")"));
+  EXPECT_THAT(text, HasSubstr(R"("kind":"STEERING_DELIVERED")"));
+}
+
 TEST_F(DeskRuntimeTest, SteeringTheTurnNeverPickedUpBecomesTheNextTrigger) {
   runner_->block = true;
   runner_->take_steering = false;

@@ -264,7 +264,8 @@ TEST_F(ScheduleFilesTest, StateRoundTripsToTheMillisecond) {
   EXPECT_EQ(state.at("checked_until").as_string(), "2026-11-30T09:14:05+05:30");
   EXPECT_EQ(state.at("unix_ms").to_number<std::int64_t>(),
             std::chrono::floor<std::chrono::milliseconds>(time).time_since_epoch().count());
-  EXPECT_FALSE(fs::exists(state_.string() + ".tmp"));
+  // Nothing of the write is left beside it (write_file_atomically's temporary file).
+  EXPECT_EQ(std::distance(fs::directory_iterator(state_.parent_path()), fs::directory_iterator{}), 1);
 
   const auto loaded = load_checked_until(state_);
   ASSERT_TRUE(loaded.ok()) << loaded.error().what;
@@ -377,7 +378,7 @@ TEST_F(SchedulerTest, CatchUpOnStartRunsTheLatestAndReportsTheRest) {
 
   const std::vector<Event> seen = events();
   ASSERT_EQ(seen.size(), 2u);
-  EXPECT_EQ(seen[0].kind, kScheduleMissed);
+  EXPECT_EQ(seen[0].kind, event_kind::kScheduleMissed);
   EXPECT_EQ(seen[0].desk, "alpha");
   EXPECT_EQ(seen[0].data.at("schedule").as_string(), "open");
   EXPECT_EQ(seen[0].data.at("due").as_string(), "2026-11-29T09:00:00+05:30");
@@ -407,7 +408,7 @@ TEST_F(SchedulerTest, ARefusedTriggerIsReportedAsMissed) {
     return !seen.empty();
   });
   ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].kind, kScheduleMissed);
+  EXPECT_EQ(seen[0].kind, event_kind::kScheduleMissed);
   EXPECT_EQ(seen[0].data.at("schedule").as_string(), "open");
   EXPECT_EQ(seen[0].data.at("missed").to_number<int>(), 1);
   EXPECT_THAT(std::string(seen[0].data.at("reason").as_string()), HasSubstr("The desk is stopping."));
@@ -423,7 +424,7 @@ TEST_F(SchedulerTest, AnUnreadableStateIsReportedAndStartsAfresh) {
   EXPECT_TRUE(submitted_.empty());
   const std::vector<Event> seen = events();
   ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].kind, kScheduleMissed);
+  EXPECT_EQ(seen[0].kind, event_kind::kScheduleMissed);
   EXPECT_THAT(std::string(seen[0].data.at("reason").as_string()), HasSubstr(state_.string()));
   EXPECT_EQ(seen[0].data.at("state_file").as_string(), state_.string());
   const auto repaired = load_checked_until(state_);
@@ -447,7 +448,7 @@ TEST_F(SchedulerTest, AStateThatCannotBeSavedIsReportedOnce) {
   const std::vector<Event> seen = events();
   // The first start cannot read it either (ENOTDIR), then saving fails: each said once.
   std::size_t not_saved = 0;
-  for (const Event& event : seen) not_saved += event.kind == kScheduleStateNotSaved ? 1 : 0;
+  for (const Event& event : seen) not_saved += event.kind == event_kind::kScheduleStateNotSaved ? 1 : 0;
   EXPECT_EQ(not_saved, 1u);
   stop_and_wait();
 }

@@ -3,11 +3,16 @@
 
 #include "runner/desk/steering_inbox.h"
 
+#include <boost/json.hpp>
+
 #include <set>
 #include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "base/clock.h"
+#include "runner/desk/event_bus.h"
 
 namespace deskd::desk {
 namespace {
@@ -39,7 +44,8 @@ class SteeringInboxTest : public ::testing::Test {
 
   ManualClock clock_{std::chrono::system_clock::time_point{}};
   EventBus bus_{clock_};
-  SteeringInbox inbox_{bus_, "alpha"};
+  SteeringInbox inbox_{
+      [this](const char* kind, boost::json::object data) { bus_.publish("alpha", kind, std::move(data)); }};
   std::mutex events_mutex_;
   std::vector<std::string> events_;
 };

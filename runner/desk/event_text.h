@@ -6,11 +6,11 @@
 
 #include <string>
 
-namespace deskd::control {
+namespace deskd::desk {
 
 /// The event (as JSON: {"id","time","desk","kind","data"}) in a few lines, each ending in
 /// "\n"; "" for bookkeeping events a person does not need (TRIGGER_ACCEPTED, ...), unless
 /// `everything`.
 std::string event_text(const boost::json::object& event, bool everything = false);
 
-}  // namespace deskd::control
+}  // namespace deskd::desk

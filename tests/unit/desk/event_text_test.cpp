@@ -1,12 +1,12 @@
 // How deskctl shows a reply cut by a limit: the cut itself (MODEL_REPLY_CUT) and the turn
 // that finished with it, never as a plain "turn finished".
 
-#include "runner/control/event_text.h"
+#include "runner/desk/event_text.h"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
-namespace deskd::control {
+namespace deskd::desk {
 namespace {
 
 namespace json = boost::json;
@@ -17,16 +17,15 @@ json::object event(const char* kind, json::object data) {
 
 TEST(EventTextTest, ACutReplyIsShownAsCut) {
   EXPECT_EQ(event_text(event("MODEL_REPLY_CUT", {{"reason", "max_tokens"}, {"max_tokens", 8192}, {"continuing", false}})),
-            "[09:14:05] nifty: the model's reply was cut at its max_tokens limit (8192); raise max_tokens or ask for less\n");
+            "[09:14:05] nifty: the model's reply was cut (max_tokens, max_tokens 8192)\n");
   EXPECT_EQ(event_text(event("MODEL_REPLY_CUT", {{"reason", "max_tokens"}, {"max_tokens", 8192}, {"continuing", true}})),
-            "[09:14:05] nifty: the model's reply was cut at its max_tokens limit (8192); the model is asked to go on\n");
+            "[09:14:05] nifty: the model's reply was cut (max_tokens, max_tokens 8192); the model is asked to go on\n");
   EXPECT_EQ(event_text(event("MODEL_REPLY_CUT", {{"reason", "model_context_window_exceeded"}, {"max_tokens", 8192}, {"continuing", false}})),
-            "[09:14:05] nifty: the model's reply was cut at the model's context window (model_context_window_exceeded); "
-            "/rollover starts a fresh session\n");
+            "[09:14:05] nifty: the model's reply was cut (model_context_window_exceeded, max_tokens 8192)\n");
   EXPECT_EQ(event_text(event("TURN_FINISHED", {{"trigger", "t-1"}, {"reply", "Levels: 24150, sup"}, {"cut", "max_tokens"}})),
             "[09:14:05] nifty: turn finished, but its reply was cut (max_tokens): Levels: 24150, sup\n");
   EXPECT_EQ(event_text(event("TURN_FINISHED", {{"trigger", "t-1"}, {"reply", "Done."}})), "[09:14:05] nifty: turn finished: Done.\n");
 }
 
 }  // namespace
-}  // namespace deskd::control
+}  // namespace deskd::desk

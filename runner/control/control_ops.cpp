@@ -1,0 +1,158 @@
+#include "runner/control/control_ops.h"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+
+#include "runner/control/control_protocol.h"
+#include "runner/control/control_service.h"
+
+namespace deskd::control {
+
+namespace json = boost::json;
+
+namespace {
+
+// --- reply builders: the values the service returns, as the protocol's JSON ---
+
+json::object summary_reply(const DeskSummary& desk) {
+  json::object object{{"name", desk.name}, {"mode", desk.mode}, {"directory", desk.directory}, {"state", desk.state}};
+  if (desk.error) object["error"] = *desk.error;
+  if (desk.running) {
+    object["paused"] = desk.running->paused;
+    object["queued"] = desk.running->queued;
+    object["waiting_bytes"] = desk.running->waiting_bytes;
+    object["model"] = desk.running->model;
+  }
+  return object;
+}
+
+json::array summaries_reply(const std::vector<DeskSummary>& desks) {
+  json::array list;
+  for (const DeskSummary& desk : desks) list.push_back(summary_reply(desk));
+  return list;
+}
+
+json::object status_reply(const DeskStatus& status) {
+  json::object object = summary_reply(status.summary);
+  if (!status.details) return object;
+  object["usage"] = status.details->usage;
+  json::array schedules;
+  for (const auto& schedule : status.details->schedules) {
+    schedules.push_back(json::object{{"name", schedule.name},
+                                     {"next", schedule.next ? json::value(*schedule.next) : json::value(nullptr)}});
+  }
+  object["schedules"] = std::move(schedules);
+  object["open_proposals"] = status.details->open_proposals;
+  return object;
+}
+
+// The proposal without its content (the diff shows the change; the content can be large).
+json::object proposal_reply(const tools::Proposal& proposal) {
+  return {{"id", proposal.id},     {"desk", proposal.desk}, {"path", proposal.path},    {"reason", proposal.reason},
+          {"diff", proposal.diff}, {"time", proposal.time}, {"status", proposal.status}};
+}
+
+json::array names(const std::vector<std::string>& list) {
+  json::array array;
+  for (const auto& name : list) array.emplace_back(name);
+  return array;
+}
+
+// --- handlers ---
+
+template <typename Value, typename Build>
+Result<json::object> reply(const char* field, Result<Value> value, Build build) {
+  if (!value.ok()) return std::move(value).error();
+  return json::object{{field, build(*value)}};
+}
+
+Result<json::object> answer_desks(ControlService& service, const ControlRequest&, const std::string&) {
+  return json::object{{"desks", summaries_reply(service.desks())}};
+}
+
+Result<json::object> answer_status(ControlService& service, const ControlRequest& request, const std::string&) {
+  if (!request.desk || request.desk->empty()) {
+    const DaemonStatus status = service.daemon_status();
+    return json::object{
+        {"status",
+         json::object{{"time", status.time}, {"stopping", status.stopping}, {"desks", summaries_reply(status.desks)}}}};
+  }
+  return reply("status", service.status(*request.desk), status_reply);
+}
+
+Result<json::object> answer_send(ControlService& service, const ControlRequest& request, const std::string& sender) {
+  return reply("trigger", service.send(*request.desk, *request.text, sender), [](const std::string& id) { return id; });
+}
+
+Result<json::object> answer_commands(ControlService& service, const ControlRequest& request, const std::string&) {
+  return reply("commands", service.commands(*request.desk), [](const std::vector<desk::CommandEntry>& entries) {
+    json::array list;
+    for (const auto& entry : entries)
+      list.push_back(json::object{{"name", entry.name}, {"description", entry.description}});
+    return list;
+  });
+}
+
+Result<json::object> answer_proposals(ControlService& service, const ControlRequest& request, const std::string&) {
+  return reply("proposals", service.proposals(request.desk.value_or("")),
+               [](const std::vector<tools::Proposal>& stored) {
+                 json::array list;
+                 for (const auto& proposal : stored) list.push_back(proposal_reply(proposal));
+                 return list;
+               });
+}
+
+Result<json::object> answer_accept(ControlService& service, const ControlRequest& request, const std::string& sender) {
+  return reply("proposal", service.decide(*request.proposal, true, sender), proposal_reply);
+}
+
+Result<json::object> answer_reject(ControlService& service, const ControlRequest& request, const std::string& sender) {
+  return reply("proposal", service.decide(*request.proposal, false, sender), proposal_reply);
+}
+
+// clang-format off
+constexpr ControlOp kOperations[] = {
+    {op::kDesks,     kNeedsNothing,            OpAnswer::now,      answer_desks},
+    {op::kStatus,    kNeedsNothing,            OpAnswer::now,      answer_status},
+    {op::kSend,      kNeedsDesk | kNeedsText,  OpAnswer::now,      answer_send},
+    {op::kFollow,    kNeedsNothing,            OpAnswer::follow,   nullptr},
+    {op::kUnfollow,  kNeedsFollow,             OpAnswer::unfollow, nullptr},
+    {op::kCommands,  kNeedsDesk,               OpAnswer::now,      answer_commands},
+    {op::kProposals, kNeedsNothing,            OpAnswer::now,      answer_proposals},
+    {op::kAccept,    kNeedsProposal,           OpAnswer::now,      answer_accept},
+    {op::kReject,    kNeedsProposal,           OpAnswer::now,      answer_reject},
+    {op::kReload,    kNeedsNothing,            OpAnswer::later,    nullptr},
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const ControlOp> control_ops() { return kOperations; }
+
+const ControlOp* find_control_op(std::string_view name) {
+  const auto* found = std::find_if(std::begin(kOperations), std::end(kOperations),
+                                   [&](const ControlOp& operation) { return operation.name == name; });
+  return found == std::end(kOperations) ? nullptr : found;
+}
+
+std::string control_op_names() {
+  std::string text;
+  const std::size_t count = std::size(kOperations);
+  for (std::size_t index = 0; index < count; ++index) {
+    text += (index == 0 ? "" : index + 1 == count ? " and " : ", ") + std::string(kOperations[index].name);
+  }
+  return text;
+}
+
+json::object reload_reply(const ReloadOutcome& outcome) {
+  json::object failed;
+  for (const auto& [name, why] : outcome.failed) failed[name] = why;
+  return {{"reload", json::object{{"started", names(outcome.started)},
+                                  {"stopped", names(outcome.stopped)},
+                                  {"restarted", names(outcome.restarted)},
+                                  {"kept", names(outcome.kept)},
+                                  {"failed", std::move(failed)}}}};
+}
+
+}  // namespace deskd::control

@@ -1,0 +1,52 @@
+#pragma once
+// Internal to runner/control: the one table of control-socket operations — each one's name,
+// the request fields it needs (checked when the line is parsed), and how it is answered:
+// most by a handler that asks the ControlService and builds the reply from the values it
+// returns; reload later, follow and unfollow by the connection's streams. A new operation
+// is a row here, its handler and its test.
+
+#include <boost/json/object.hpp>
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "runner/control/control_values.h"
+
+namespace deskd::control {
+
+class ControlService;
+struct ControlRequest;
+
+/// The request fields an operation needs (non-empty), as bits.
+enum OpNeeds : unsigned { kNeedsNothing = 0, kNeedsDesk = 1, kNeedsText = 2, kNeedsProposal = 4, kNeedsFollow = 8 };
+
+/// How an operation is answered.
+enum class OpAnswer {
+  now,       ///< `answer` gives the reply's fields (or the error)
+  later,     ///< reload: the service calls back once it is done
+  follow,    ///< the connection starts a stream of events
+  unfollow,  ///< the connection ends one
+};
+
+struct ControlOp {
+  std::string_view name;
+  unsigned needs;
+  OpAnswer how;
+  /// For `now`: asks the service on behalf of `sender` and builds the reply's fields.
+  Result<boost::json::object> (*answer)(ControlService& service, const ControlRequest& request,
+                                        const std::string& sender);
+};
+
+/// Every operation, in the order `deskctl` and the errors list them.
+std::span<const ControlOp> control_ops();
+/// The operation called `name`, or nullptr.
+const ControlOp* find_control_op(std::string_view name);
+/// "desks, status, ... and reload", for the unknown-operation error.
+std::string control_op_names();
+
+/// The reply fields of a finished reload.
+boost::json::object reload_reply(const ReloadOutcome& outcome);
+
+}  // namespace deskd::control

@@ -1,0 +1,100 @@
+#pragma once
+// The one table of event kinds: each kind's name, who writes it to the desk's journal (or
+// why nobody does), how loudly deskd's log tells it, and its text for `deskctl`. Code
+// publishes kinds only through the constants below (a test checks it), so a kind that is
+// not in this table cannot be published. To add a kind, add one row.
+//
+// Journaled by:
+//   desk       DeskCore::publish writes it as it publishes (a refused line: JOURNAL_WRITE_FAILED)
+//   submit     DeskRuntime::submit writes and fsyncs it before acknowledging the trigger
+//   daemon     published outside a desk's runtime (its schedules, proposals, a desk that could
+//              not start): the daemon's bus sink writes it into the desk's journal
+//   nobody     never journaled; the last column says why
+// deskctl text: "" = bookkeeping, shown only by `deskctl follow --all`. Otherwise a template:
+//   {at}            "[hh:mm:ss] desk: " (desk/subagent-id for a subagent's event)
+//   {field}         the data field as text (strings as they are, anything else as JSON)
+//   {field:lines N} the field's text indented, at most N lines, on lines of its own
+//   {field:short}   a tool's input, short: its command, path or job id, else its JSON
+//   {field:if TEXT} TEXT when the field is true
+//   {field:given TEXT} TEXT, with % replaced by the field's text, when the field is there
+// A line break ends the text when it does not end with one.
+
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace deskd::desk {
+
+enum class Journaling { desk, submit, daemon, nobody };
+enum class EventLogLevel { debug, info, warn };
+
+// clang-format off
+#define DESKD_EVENT_KINDS(KIND) \
+  /*   constant                 name                         journaled by  log    deskctl text;  why not journaled */ \
+  KIND(kDeskStarted,            "DESK_STARTED",              desk,   info,  "{at}desk started", "") \
+  KIND(kDeskStopped,            "DESK_STOPPED",              desk,   info,  "{at}desk stopped", "") \
+  KIND(kDeskFailed,             "DESK_FAILED",               daemon, warn,  "{at}desk failed: {error}", "") \
+  KIND(kTriggerAccepted,        "TRIGGER_ACCEPTED",          submit, debug, "", "") \
+  KIND(kTriggerQueued,          "TRIGGER_QUEUED",            desk,   debug, "", "") \
+  KIND(kTriggerFinished,        "TRIGGER_FINISHED",          desk,   debug, "", "") \
+  /* After a restart: a trigger run again, and why (data: trigger, reason). */ \
+  KIND(kTriggerRedelivered,     "TRIGGER_REDELIVERED",       desk,   warn,  "", "") \
+  KIND(kTurnStarted,            "TURN_STARTED",              desk,   info,  "{at}turn started", "") \
+  KIND(kTurnFinished,           "TURN_FINISHED",             desk,   info,  "{at}turn finished{cut:given , but its reply was cut (%)}: {reply}", "") \
+  /* A reply cut by a limit before the model finished it (data: reason, max_tokens, continuing). */ \
+  KIND(kModelReplyCut,          "MODEL_REPLY_CUT",           desk,   warn,  "{at}the model's reply was cut ({reason}, max_tokens {max_tokens}){continuing:if ; the model is asked to go on}", "") \
+  KIND(kTurnFailed,             "TURN_FAILED",               desk,   warn,  "{at}turn failed: {error}", "") \
+  KIND(kTurnStopped,            "TURN_STOPPED",              desk,   info,  "{at}turn stopped ({reason})", "") \
+  KIND(kModelText,              "MODEL_TEXT",                desk,   debug, "{at}{text}", "") \
+  KIND(kModelRetrying,          "MODEL_RETRYING",            desk,   debug, "{at}the model call failed and is retried: {reason}", "") \
+  KIND(kToolCalled,             "TOOL_CALLED",               desk,   debug, "{at}> {tool} {input:short}", "") \
+  KIND(kToolFinished,           "TOOL_FINISHED",             desk,   debug, "{is_error:if   refused or failed:\n}{text:lines 12}", "") \
+  KIND(kSteeringQueued,         "STEERING_QUEUED",           desk,   debug, "{at}message queued for the running turn's next tool round", "") \
+  KIND(kSteeringDelivered,      "STEERING_DELIVERED",        desk,   debug, "{at}message delivered to the running turn", "") \
+  KIND(kCommandAnswered,        "COMMAND_ANSWERED",          desk,   debug, "{at}{command}:\n{reply:lines 1000}", "") \
+  KIND(kSessionRolledOver,      "SESSION_ROLLED_OVER",       desk,   info,  "{at}new session ({reason})", "") \
+  KIND(kSessionCompacted,       "SESSION_COMPACTED",         desk,   debug, "{at}the session was compacted: {messages_summarised} older messages summarised", "") \
+  KIND(kSessionCompactionFailed,"SESSION_COMPACTION_FAILED", desk,   warn,  "{at}the session could not be compacted: {error}", "") \
+  /* A subagent's life (data: subagent, task; when finished: state, reply or error, turns, tokens). */ \
+  KIND(kSubagentStarted,        "SUBAGENT_STARTED",          desk,   info,  "{at}subagent {subagent} started: {task}", "") \
+  KIND(kSubagentFinished,       "SUBAGENT_FINISHED",         desk,   info,  "{at}subagent {subagent} {state}", "") \
+  KIND(kScheduleMissed,         "SCHEDULE_MISSED",           daemon, warn,  "{at}schedule {schedule} missed: {reason}", "") \
+  /* checked_until could not be saved: after a restart a firing may be missed or run twice. */ \
+  KIND(kScheduleStateNotSaved,  "SCHEDULE_STATE_NOT_SAVED",  daemon, warn,  "{at}the schedule state could not be saved: {reason}", "") \
+  KIND(kProposalAccepted,       "PROPOSAL_ACCEPTED",         daemon, info,  "{at}proposal {proposal} accepted by {by} ({path})", "") \
+  KIND(kProposalRejected,       "PROPOSAL_REJECTED",         daemon, info,  "{at}proposal {proposal} rejected by {by} ({path})", "") \
+  KIND(kProposalRefused,        "PROPOSAL_REFUSED",          daemon, warn,  "{at}proposal {proposal} refused: {error}", "") \
+  /* A journal line that could not be read (data: file, line, error; trigger, recovered). */ \
+  KIND(kJournalDamaged,         "JOURNAL_DAMAGED",           desk,   warn,  "", "") \
+  /* A line the journal could not take (data: event, kind, error, trigger when it names one). */ \
+  KIND(kJournalWriteFailed,     "JOURNAL_WRITE_FAILED",      nobody, warn,  "", \
+       "the journal is what refused the line: followers are told, and a held line is written later") \
+  /* The journal rewritten with only what a restart needs (data: file, bytes_before, ...). */ \
+  KIND(kJournalCompacted,       "JOURNAL_COMPACTED",         desk,   info,  "", "")
+// clang-format on
+
+/// The kinds deskd publishes, by constant.
+namespace event_kind {
+#define DESKD_EVENT_KIND_CONSTANT(constant, name, journaling, log, text, why_not) \
+  inline constexpr const char* constant = name;
+DESKD_EVENT_KINDS(DESKD_EVENT_KIND_CONSTANT)
+#undef DESKD_EVENT_KIND_CONSTANT
+}  // namespace event_kind
+
+/// One row of the table.
+struct EventKindInfo {
+  std::string_view name;
+  Journaling journaling;
+  EventLogLevel log_level;
+  std::string_view text;             ///< the deskctl template ("" = bookkeeping)
+  std::string_view why_not_journaled;  ///< set exactly when journaling is nobody
+};
+
+/// Every row, in the table's order.
+std::span<const EventKindInfo> event_kinds();
+/// The row for `name`; nullopt for a kind deskd does not publish.
+std::optional<EventKindInfo> find_event_kind(std::string_view name);
+/// Who journals `kind`; nobody for a kind not in the table.
+Journaling journaling_of(std::string_view kind);
+
+}  // namespace deskd::desk
