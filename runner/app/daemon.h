@@ -71,7 +71,8 @@ class Daemon final : public control::ControlService {
   bool has_desk(const std::string& name) const override;
   boost::json::array desks() const override;
   Result<boost::json::object> status(const std::string& desk) const override;
-  Result<std::string> send(const std::string& desk, const std::string& text, const std::string& sender) override;
+  void send(const std::string& desk, const std::string& text, const std::string& sender,
+            std::function<void(Result<std::string>)> sent) override;
   Result<boost::json::array> commands(const std::string& desk) const override;
   Result<boost::json::array> proposals(const std::string& desk) const override;
   Result<boost::json::object> decide(const std::string& proposal, bool accept, const std::string& who) override;

@@ -202,7 +202,16 @@ void Connection::handle(std::string_view line) {
   } else if (request.op == op::kStatus) {
     answer(service.status(desk_name), "status");
   } else if (request.op == op::kSend) {
-    answer(service.send(desk_name, *request.text, sender_), "trigger");
+    // Answered once the trigger is journaled and flushed; other requests go on meanwhile.
+    service.send(desk_name, *request.text, sender_, [weak = weak_from_this(), id = request.id](Result<std::string> sent) {
+      auto self = weak.lock();
+      if (!self || self->closed_) return;
+      if (sent.ok()) {
+        self->send(reply_ok(id, {{"trigger", std::move(sent).value()}}));
+      } else {
+        self->send(reply_error(id, code_for(sent.error()), sent.error().what));
+      }
+    });
   } else if (request.op == op::kCommands) {
     answer(service.commands(desk_name), "commands");
   } else if (request.op == op::kProposals) {

@@ -28,8 +28,10 @@ class ControlService {
   virtual boost::json::array desks() const = 0;
   /// The desk's status (every desk's, under "desks", when `desk` is empty).
   virtual Result<boost::json::object> status(const std::string& desk) const = 0;
-  /// Submits a message or command from `sender`; returns the trigger id.
-  virtual Result<std::string> send(const std::string& desk, const std::string& text, const std::string& sender) = 0;
+  /// Submits a message or command from `sender`; `sent` gets the trigger id once the desk has
+  /// it durably (journaled and flushed), or why it was refused, later, on the event loop.
+  virtual void send(const std::string& desk, const std::string& text, const std::string& sender,
+                    std::function<void(Result<std::string>)> sent) = 0;
   /// [{"name", "description"}, ...]
   virtual Result<boost::json::array> commands(const std::string& desk) const = 0;
   /// The proposals of one desk (every desk's when empty), oldest first.

@@ -33,10 +33,11 @@ class FakeService final : public ControlService {
   bool has_desk(const std::string& name) const override { return name == "a"; }
   json::array desks() const override { return json::array{json::object{{"name", "a"}}}; }
   Result<json::object> status(const std::string&) const override { return json::object{{"state", "idle"}}; }
-  Result<std::string> send(const std::string&, const std::string& text, const std::string& sender) override {
-    if (text == "refuse me") return Error::make(ErrorCode::refused, "No.");
+  void send(const std::string&, const std::string& text, const std::string& sender,
+            std::function<void(Result<std::string>)> sent) override {
+    if (text == "refuse me") return sent(Error::make(ErrorCode::refused, "No."));
     last_sender = sender;
-    return std::string("t-1");
+    sent(std::string("t-1"));
   }
   Result<json::array> commands(const std::string&) const override { return json::array{}; }
   Result<json::array> proposals(const std::string&) const override { return json::array{}; }
