@@ -27,6 +27,13 @@ namespace {
 
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kBackgroundLogCharacters = 4000;
+// A flood is read in large pieces into one buffer the session keeps: fewer wake-ups and
+// system calls per byte, and no memory that grows with the flood.
+constexpr std::size_t kOutputReadBytes = std::size_t{256} << 10;
+// The output pipe's capacity (the kernel's default is 64 KiB): a fast writer fills it
+// while deskd is busy elsewhere instead of stopping every 64 KiB. Best effort: a user past
+// the kernel's pipe-user-pages-soft gets the default.
+constexpr int kOutputPipeBytes = 1 << 20;
 
 std::string random_hex(std::size_t bytes) {
   unsigned char random[16] = {};
@@ -82,6 +89,7 @@ struct BashSession::State {
   std::optional<asio::posix::stream_descriptor> exits;    // the init's pidfd
   std::string report_buffer;
   bool output_ended = false;
+  std::unique_ptr<char[]> output_buffer;  // kOutputReadBytes, allocated at the first start
 
   // A first-come, first-served lock: parallel calls run one after another, in order.
   struct Waiter {
@@ -183,6 +191,8 @@ Result<void> BashSession::State::start() {
   UniqueFd input_read(input_pipe[0]), input_write(input_pipe[1]);
   if (::pipe2(output_pipe, O_CLOEXEC) != 0) return Error::from_errno(errno, "Creating the terminal's output pipe failed");
   UniqueFd output_read(output_pipe[0]), output_write(output_pipe[1]);
+  (void)::fcntl(output_read.get(), F_SETPIPE_SZ, kOutputPipeBytes);
+  if (!output_buffer) output_buffer = std::make_unique<char[]>(kOutputReadBytes);
   if (::pipe2(report_pipe, O_CLOEXEC) != 0) return Error::from_errno(errno, "Creating the terminal's report pipe failed");
   UniqueFd report_read(report_pipe[0]), report_write(report_pipe[1]);
 
@@ -222,10 +232,10 @@ void BashSession::State::stop() {
 // Reads what is waiting in the output pipe without blocking; false once it has ended.
 bool BashSession::State::drain_output() {
   if (!output || output_ended) return false;
-  char buffer[65536];
+  char* const buffer = output_buffer.get();
   for (;;) {
     error_code error;
-    const std::size_t count = output->read_some(asio::buffer(buffer), error);
+    const std::size_t count = output->read_some(asio::buffer(buffer, kOutputReadBytes), error);
     if (error == asio::error::would_block || error == asio::error::try_again) return true;
     if (error || count == 0) {
       output_ended = true;
