@@ -1,5 +1,6 @@
-// deskd: runs AI-agent desks in kernel sandboxes. This is the command-line entry point;
-// each subcommand lives in its own file.
+// deskd-full: runs AI-agent desks in kernel sandboxes. Every command of deskd, each in its
+// own file; the lean deskd (deskd_main.cpp) runs `deskd sandbox` itself and executes this
+// for the others, with its own arguments (argv[0] stays "deskd").
 
 #include <cstdio>
 #include <cstring>
