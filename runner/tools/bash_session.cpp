@@ -300,7 +300,9 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
     co_return CommandOutcome{"The command contains a NUL byte, which bash cannot take.", std::nullopt, false};
   }
   collector.reset();
-  const std::string id = random_hex(16);
+  // 64 random bits name the command's report: bash reads the frame a byte at a time (a
+  // pipe), so every character of the id is a system call on the warm round trip.
+  const std::string id = random_hex(8);
   const std::string frame = id + '\0' + command + '\0';
   // A bash that died between commands (out of memory, say) is noticed here: start afresh.
   for (int attempt = 0;; ++attempt) {
