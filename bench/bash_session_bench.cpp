@@ -16,6 +16,7 @@
 // flood raised the peak RSS by --max-growth-mb or more; 2 on a bad argument.
 
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,21 +54,27 @@ struct Options {
   long long flood_bytes = 200000000;
   std::size_t maximum_characters = 20000;  // the seed's default for the bash tool
   double timeout_seconds = 120;            // the seed's default
-  double max_growth_mb = 10;
+  double max_growth_mb = 1;
+  long fresh = 0;  // fresh sessions whose first run("true") is timed; 0: none
   bool round_trip = true;
   bool flood = true;
   std::string raw_file;
+  std::string fresh_raw_file;
 };
 
 void usage(std::FILE* stream) {
   std::fputs(
       "usage: bash_session_bench [-n RUNS] [--warmup RUNS] [--flood-bytes BYTES]\n"
       "                          [--max-growth-mb MB] [--no-round-trip] [--no-flood] [--raw FILE]\n"
+      "                          [--fresh SESSIONS [--fresh-raw FILE]]\n"
       "\n"
       "  -n, --runs RUNS        timed run(\"true\") round trips (default 2000)\n"
       "  --warmup RUNS          untimed round trips first (default 20)\n"
       "  --flood-bytes BYTES    size of each flood (default 200000000)\n"
-      "  --max-growth-mb MB     a flood may raise the peak RSS by less than this (default 10)\n"
+      "  --max-growth-mb MB     a flood may raise the peak RSS by less than this (default 1)\n"
+      "  --fresh SESSIONS       time the first run(\"true\") of this many fresh sessions, each\n"
+      "                         from creating the session (sandbox, init, bash) to the outcome\n"
+      "  --fresh-raw FILE       append each fresh session's time, in milliseconds, to FILE\n"
       "  --no-round-trip        skip the round trips\n"
       "  --no-flood             skip the floods\n"
       "  --raw FILE             append every round trip, in microseconds, to FILE\n",
@@ -111,6 +118,14 @@ std::optional<Options> parse_arguments(int argc, char** argv) {
       const char* value = next();
       if (value == nullptr) return std::nullopt;
       options.max_growth_mb = std::atof(value);
+    } else if (argument == "--fresh") {
+      const char* value = next();
+      if (value == nullptr || !parse_number(value, 1, number)) return std::nullopt;
+      options.fresh = static_cast<long>(number);
+    } else if (argument == "--fresh-raw") {
+      const char* value = next();
+      if (value == nullptr) return std::nullopt;
+      options.fresh_raw_file = value;
     } else if (argument == "--no-round-trip") {
       options.round_trip = false;
     } else if (argument == "--no-flood") {
@@ -199,6 +214,7 @@ struct FloodResult {
   std::string command;
   double seconds = 0;
   double megabytes_per_second = 0;
+  double cpu_seconds = 0;  // this process's user + system time during the flood: load-independent
   long rss_start_kb = 0;
   long peak_kb = 0;
   long growth_kb = 0;
@@ -245,9 +261,17 @@ asio::awaitable<FloodResult> flood(BashSession& session, std::string name, std::
   result.command = std::move(command);
   result.peak_reset = reset_peak_rss();
   result.rss_start_kb = status_kb(result.peak_reset ? "VmHWM" : "VmRSS");
+  const auto cpu_now = [] {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  };
+  const double cpu_start = cpu_now();
   const auto start = Clock::now();
   result.outcome = co_await session.run(result.command);
   const auto end = Clock::now();
+  result.cpu_seconds = cpu_now() - cpu_start;
   result.peak_kb = status_kb("VmHWM");
   result.growth_kb = result.peak_kb - result.rss_start_kb;
   result.seconds = std::chrono::duration<double>(end - start).count();
@@ -291,6 +315,8 @@ void print_flood(const FloodResult& result, const Options& options) {
   std::printf("%sbytes=%lld\n", prefix.c_str(), options.flood_bytes);
   std::printf("%sseconds=%.3f\n", prefix.c_str(), result.seconds);
   std::printf("%smb_per_s=%.1f\n", prefix.c_str(), result.megabytes_per_second);
+  std::printf("%scpu_ms=%.1f\n", prefix.c_str(), result.cpu_seconds * 1e3);
+  std::printf("%smb_per_cpu_s=%.1f\n", prefix.c_str(), static_cast<double>(options.flood_bytes) / 1e6 / result.cpu_seconds);
   std::printf("%srss_start_kb=%ld\n", prefix.c_str(), result.rss_start_kb);
   std::printf("%speak_rss_kb=%ld\n", prefix.c_str(), result.peak_kb);
   std::printf("%speak_rss_growth_kb=%ld\n", prefix.c_str(), result.growth_kb);
@@ -335,6 +361,31 @@ int run_benchmark(const Options& options) {
       return 1;
     }
     std::printf("deskd_first_run_ms=%.3f\n", milliseconds);
+  }
+
+  // A desk's fresh bash, as the daemon starts one after a restart: a new session, its
+  // sandbox and bash started by the first command, that command's outcome.
+  if (options.fresh > 0) {
+    std::vector<double> samples;
+    for (long index = 0; index < options.fresh; ++index) {
+      BashSession fresh(context.get_executor(), *spec, options.timeout_seconds, options.maximum_characters);
+      const auto start = Clock::now();
+      const CommandOutcome first = wait(context, fresh.run("true"));
+      samples.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      if (first.exit_status != 0) {
+        std::fprintf(stderr, "bash_session_bench: a fresh session does not run `true`: %s\n", first.output.c_str());
+        return 1;
+      }
+      wait(context, fresh.close());
+    }
+    if (!options.fresh_raw_file.empty()) {
+      std::ofstream raw(options.fresh_raw_file, std::ios::app);
+      for (double sample : samples) raw << sample << "\n";
+    }
+    const Statistics fresh_statistics = statistics(samples);
+    std::printf("deskd_fresh_sessions=%ld\n", options.fresh);
+    std::printf("deskd_fresh_median_ms=%.3f\n", fresh_statistics.median);
+    std::printf("deskd_fresh_p90_ms=%.3f\n", fresh_statistics.p90);
   }
 
   std::optional<Statistics> round_trip;
@@ -395,8 +446,9 @@ int run_benchmark(const Options& options) {
                 options.runs, options.warmup, round_trip->median, round_trip->p90, round_trip->minimum);
   }
   for (const FloodResult& result : floods) {
-    std::printf("#   flood %-5s %lld bytes in %.3f s = %.1f MB/s; peak RSS +%.2f MB (%ld -> %ld kB)%s%s\n",
+    std::printf("#   flood %-5s %lld bytes in %.3f s = %.1f MB/s, deskd's CPU %.1f ms = %.0f MB per CPU second; peak RSS +%.2f MB (%ld -> %ld kB)%s%s\n",
                 result.name.c_str(), options.flood_bytes, result.seconds, result.megabytes_per_second,
+                result.cpu_seconds * 1e3, static_cast<double>(options.flood_bytes) / 1e6 / result.cpu_seconds,
                 static_cast<double>(result.growth_kb) * 1024 / 1e6, result.rss_start_kb, result.peak_kb,
                 bounded(result, options) ? ", bounded" : ", NOT BOUNDED",
                 result.problem.empty() ? "" : (", WRONG OUTPUT: " + result.problem).c_str());

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <string_view>
 
 #include "base/random_id.h"
 #include "sandbox/cgroup_v1.h"
@@ -65,11 +66,29 @@ std::string sandbox_name() {
 }
 
 // A counter from a flat keyed file ("max 3", "oom_kill 1"); 0 when absent.
-std::uint64_t keyed_counter(const std::string& path, const std::string& key) {
-  std::ifstream file(path);
-  std::string name;
-  for (std::uint64_t value = 0; file >> name >> value;) {
-    if (name == key) return value;
+// The value of `key` in a cgroup counter file ("max 3\noom_kill 0\n"), read with one
+// pread(2) from offset 0 (the kernel renders the file afresh) of a descriptor kept open, into a
+// stack buffer: a desk's bash asks before and after every command, so this is on the warm
+// round trip. The descriptor is opened at the first call; 0 when it cannot be.
+std::uint64_t keyed_counter(UniqueFd& fd, const std::string& path, const std::string& key) {
+  if (!fd) fd.reset(retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); }));
+  if (!fd) return 0;
+  char buffer[1024];
+  const ssize_t count = retry_on_eintr([&] { return ::pread(fd.get(), buffer, sizeof buffer, 0); });
+  if (count <= 0) return 0;
+  const std::string_view text(buffer, static_cast<std::size_t>(count));
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.size() <= key.size() || line.compare(0, key.size(), key) != 0 || line[key.size()] != ' ') continue;
+    std::uint64_t value = 0;
+    for (const char digit : line.substr(key.size() + 1)) {
+      if (digit < '0' || digit > '9') break;
+      value = value * 10 + static_cast<std::uint64_t>(digit - '0');
+    }
+    return value;
   }
   return 0;
 }
@@ -185,6 +204,8 @@ SandboxCgroup& SandboxCgroup::operator=(SandboxCgroup&& other) noexcept {
     version_ = other.version_;
     folders_ = std::move(other.folders_);
     directory_ = std::move(other.directory_);
+    process_counter_ = std::move(other.process_counter_);
+    memory_counter_ = std::move(other.memory_counter_);
   }
   return *this;
 }
@@ -201,11 +222,11 @@ LimitHits SandboxCgroup::limit_hits() const {
   LimitHits hits;
   if (folders_.empty()) return hits;
   if (version_ == Version::two) {
-    hits.process_limit = keyed_counter(folders_[0] + "/pids.events", "max");
-    hits.memory_kills = keyed_counter(folders_[0] + "/memory.events", "oom_kill");
+    hits.process_limit = keyed_counter(process_counter_, folders_[0] + "/pids.events", "max");
+    hits.memory_kills = keyed_counter(memory_counter_, folders_[0] + "/memory.events", "oom_kill");
   } else {
-    hits.memory_kills = keyed_counter(folders_[0] + "/memory.oom_control", "oom_kill");
-    hits.process_limit = keyed_counter(folders_[1] + "/pids.events", "max");
+    hits.memory_kills = keyed_counter(memory_counter_, folders_[0] + "/memory.oom_control", "oom_kill");
+    hits.process_limit = keyed_counter(process_counter_, folders_[1] + "/pids.events", "max");
   }
   return hits;
 }
@@ -232,6 +253,8 @@ void SandboxCgroup::destroy() {
   if (folders_.empty()) return;
   kill_all();
   directory_.reset();
+  process_counter_.reset();
+  memory_counter_.reset();
   // The killed processes leave the cgroup once they are reaped, which takes a moment.
   for (const auto& folder : folders_) {
     for (int attempt = 0; attempt < 200 && ::rmdir(folder.c_str()) != 0 && errno == EBUSY; ++attempt) {

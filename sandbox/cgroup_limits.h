@@ -44,7 +44,8 @@ class SandboxCgroup {
   int directory_fd() const { return directory_.get(); }
   /// Where the sandbox's first process must be written, when clone3 did not place it.
   std::vector<std::string> procs_files() const;
-  /// The counters now (0 for a counter this kernel does not keep).
+  /// The counters now (0 for a counter this kernel does not keep). Keeps the two counter
+  /// files open after the first call: a desk's bash asks before and after every command.
   LimitHits limit_hits() const;
 
   /// Kills every process in the cgroup (cgroup.kill, or SIGKILL to each listed process).
@@ -55,6 +56,8 @@ class SandboxCgroup {
   Version version_ = Version::two;
   std::vector<std::string> folders_;
   UniqueFd directory_;
+  mutable UniqueFd process_counter_;  // pids.events, opened at the first limit_hits()
+  mutable UniqueFd memory_counter_;   // memory.events (v2) or memory.oom_control (v1)
 };
 
 /// Creates a cgroup for one sandbox with the spec's limits: v2 under the delegated subtree,

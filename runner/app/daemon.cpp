@@ -232,14 +232,15 @@ Result<control::DeskStatus> Daemon::status(const std::string& desk_name) const {
   return status;
 }
 
-Result<std::string> Daemon::send(const std::string& desk_name, const std::string& text, const std::string& sender) {
-  if (stopping_) return Error::make(ErrorCode::refused, "deskd is stopping and takes no new messages.");
+void Daemon::send(const std::string& desk_name, const std::string& text, const std::string& sender,
+                  std::function<void(Result<std::string>)> sent) {
+  if (stopping_) return sent(Error::make(ErrorCode::refused, "deskd is stopping and takes no new messages."));
   auto found = slots_.find(desk_name);
-  if (found == slots_.end()) return unknown_desk(desk_name);
+  if (found == slots_.end()) return sent(unknown_desk(desk_name));
   Slot& slot = *found->second;
   if (!slot.desk || !slot.desk_running) {
-    return Error::make(ErrorCode::refused, "Desk '" + desk_name + "' is stopped" +
-                                               (slot.error.empty() ? std::string(".") : ": " + slot.error));
+    return sent(Error::make(ErrorCode::refused, "Desk '" + desk_name + "' is stopped" +
+                                                    (slot.error.empty() ? std::string(".") : ": " + slot.error)));
   }
   desk::Trigger trigger;
   trigger.id = desk::make_trigger_id();
@@ -249,23 +250,29 @@ Result<std::string> Daemon::send(const std::string& desk_name, const std::string
   {
     const std::lock_guard lock(waiting_mutex_);
     if (slot.waiting_bytes + text.size() > kMaximumWaitingBytesPerDesk) {
-      return Error::make(ErrorCode::refused,
-                         "Desk '" + desk_name + "' already has " + std::to_string(slot.waiting_bytes) + " bytes in " +
-                             std::to_string(slot.waiting.size()) + " messages waiting, and takes at most " +
-                             std::to_string(kMaximumWaitingBytesPerDesk) +
-                             " (64 MiB); send this again once it has worked through some of them.");
+      return sent(Error::make(ErrorCode::refused,
+                              "Desk '" + desk_name + "' already has " + std::to_string(slot.waiting_bytes) + " bytes in " +
+                                  std::to_string(slot.waiting.size()) + " messages waiting, and takes at most " +
+                                  std::to_string(kMaximumWaitingBytesPerDesk) +
+                                  " (64 MiB); send this again once it has worked through some of them."));
     }
     slot.waiting[trigger.id] = text.size();
     slot.waiting_bytes += text.size();
   }
   // Not under the lock: submit publishes, and the sink that forgets taken messages takes it.
-  auto submitted = slot.desk->runtime->submit(trigger);
-  if (!submitted.ok()) {
-    const std::lock_guard lock(waiting_mutex_);
-    if (slot.waiting.erase(trigger.id) > 0) slot.waiting_bytes -= text.size();
-    return std::move(submitted).error();
-  }
-  return trigger.id;
+  // The answer waits for the journal's flush, off the loop; meanwhile the loop serves others.
+  const std::string id = trigger.id;
+  slot.desk->runtime->submit(std::move(trigger), [this, desk_name, id, bytes = text.size(),
+                                                 sent = std::move(sent)](Result<void> submitted) {
+    if (submitted.ok()) return sent(id);
+    {
+      // The slot may have gone meanwhile (a reload), and with it what it was waiting for.
+      const std::lock_guard lock(waiting_mutex_);
+      auto still = slots_.find(desk_name);
+      if (still != slots_.end() && still->second->waiting.erase(id) > 0) still->second->waiting_bytes -= bytes;
+    }
+    sent(std::move(submitted).error());
+  });
 }
 
 Result<std::vector<desk::CommandEntry>> Daemon::commands(const std::string& desk_name) const {

@@ -64,7 +64,8 @@ class Daemon final : public control::ControlService {
   std::vector<control::DeskSummary> desks() const override;
   control::DaemonStatus daemon_status() const override;
   Result<control::DeskStatus> status(const std::string& desk) const override;
-  Result<std::string> send(const std::string& desk, const std::string& text, const std::string& sender) override;
+  void send(const std::string& desk, const std::string& text, const std::string& sender,
+            std::function<void(Result<std::string>)> sent) override;
   Result<std::vector<desk::CommandEntry>> commands(const std::string& desk) const override;
   Result<std::vector<tools::Proposal>> proposals(const std::string& desk) const override;
   Result<tools::Proposal> decide(const std::string& proposal, bool accept, const std::string& who) override;

@@ -1,69 +1,57 @@
-// deskd: runs AI-agent desks in kernel sandboxes. This is the command-line entry point;
-// each subcommand lives in its own file.
+// deskd's entry point, kept lean. `deskd sandbox` — a one-shot sandbox, where what a caller
+// waits for is mostly start-up — runs here, in a program linked against base, policy and
+// sandbox only: no OpenSSL, toml++, Beast, spdlog or libsystemd to load and initialise
+// (bench/README.md, cold start). Every other command is the full program, deskd-full, which
+// this executes in its own place: the same process, arguments and environment.
 
+#include <limits.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "runner/app/config.h"
-#include "runner/app/doctor_command.h"
-#include "runner/app/mcp_command.h"
-#include "runner/app/policy_command.h"
-#include "runner/app/run_command.h"
 #include "runner/app/sandbox_command.h"
-#include "runner/app/serve_command.h"
-#include "runner/app/shell_command.h"
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: deskd COMMAND [ARGS...]\n"
-    "\n"
-    "Commands:\n"
-    "  check      check the daemon's config file and list every problem in it\n"
-    "  doctor     say which isolation this host supports, and how to fix what is missing\n"
-    "  mcp        serve a desk's tools as a Model Context Protocol server on stdio\n"
-    "  policy     answer what a desk's file tools may read or write\n"
-    "  run        run one turn of a desk on the built-in script model\n"
-    "  sandbox    run a command once in a desk's sandbox\n"
-    "  serve      run every desk of a config and serve deskctl on the control socket\n"
-    "  shell      type commands into a desk's sandboxed bash (or call its tools as JSON)\n"
-    "\n"
-    "Options:\n"
-    "  -h, --help     show this help\n"
-    "  --version      show the version\n"
-    "\n"
-    "Run 'deskd COMMAND --help' for a command's own options.\n";
+// Where deskd-full is: installed, beside deskd's folder in ../libexec/deskd (/usr/sbin/deskd
+// and /usr/libexec/deskd/deskd-full); in a build tree, next to deskd.
+std::vector<std::string> full_program_candidates() {
+  std::vector<std::string> candidates;
+  char self[PATH_MAX];
+  const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length > 0) {
+    const std::string path(self, static_cast<std::size_t>(length));
+    const std::string folder = path.substr(0, path.rfind('/'));
+    candidates.push_back(folder + "/../libexec/deskd/deskd-full");
+    candidates.push_back(folder + "/deskd-full");
+  }
+  candidates.push_back(DESKD_FULL_PROGRAM);  // without /proc: where the package puts it
+  return candidates;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string_view> arguments(argv + 1, argv + argc);
-  if (arguments.empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
+  if (argc >= 2 && std::strcmp(argv[1], "sandbox") == 0) {
+    const std::vector<std::string_view> arguments(argv + 2, argv + argc);
+    return deskd::app::run_sandbox_command(arguments);
   }
-  const std::string_view command = arguments.front();
-  const std::span<const std::string_view> rest(arguments.begin() + 1, arguments.end());
-  if (command == "-h" || command == "--help" || command == "help") {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (command == "--version") {
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
     std::puts("deskd " DESKD_VERSION);
     return 0;
   }
-  if (command == "check") return deskd::app::run_check_command(rest);
-  if (command == "doctor") return deskd::app::run_doctor_command(rest);
-  if (command == "run") return deskd::app::run_run_command(rest);
-  if (command == "policy") return deskd::app::run_policy_command(rest);
-  if (command == "sandbox") return deskd::app::run_sandbox_command(rest);
-  if (command == "serve") return deskd::app::run_serve_command(rest);
-  if (command == "shell") return deskd::app::run_shell_command(rest);
-  if (command == "mcp") return deskd::app::run_mcp_command(rest);
-  std::fprintf(stderr, "deskd: unknown command '%.*s'\n\n%s", static_cast<int>(command.size()),
-               command.data(), kUsage);
+  int first_error = 0;
+  for (const std::string& candidate : full_program_candidates()) {
+    ::execv(candidate.c_str(), argv);
+    if (first_error == 0 || first_error == ENOENT) first_error = errno;
+  }
+  std::fprintf(stderr, "deskd: its main program deskd-full could not be started (%s); reinstall deskd.\n",
+               std::strerror(first_error));
   return 2;
 }

@@ -203,16 +203,18 @@ void Connection::handle(std::string_view line) {
       return;
     }
     case OpAnswer::later:
-      // Answered once the reload is done, however long its desks' turns take to end.
-      service.reload(sender_, [weak = weak_from_this(), id = request.id](Result<ReloadOutcome> reloaded) {
-        auto self = weak.lock();
-        if (!self || self->closed_) return;
-        if (reloaded.ok()) {
-          self->send(reply_ok(id, reload_reply(*reloaded)));
-        } else {
-          self->send(reply_error(id, code_for(reloaded.error()), reloaded.error().what));
-        }
-      });
+      // A send is answered once its trigger is journaled and flushed, a reload once it is
+      // done however long its desks' turns take to end; other requests go on meanwhile.
+      operation.answer_later(service, request, sender_,
+                             [weak = weak_from_this(), id = request.id](Result<json::object> answered) {
+                               auto self = weak.lock();
+                               if (!self || self->closed_) return;
+                               if (answered.ok()) {
+                                 self->send(reply_ok(id, std::move(answered).value()));
+                               } else {
+                                 self->send(reply_error(id, code_for(answered.error()), answered.error().what));
+                               }
+                             });
       return;
     case OpAnswer::follow: return follow(request);
     case OpAnswer::unfollow: return unfollow(request);

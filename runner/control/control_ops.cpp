@@ -81,8 +81,19 @@ Result<json::object> answer_status(ControlService& service, const ControlRequest
   return reply("status", service.status(*request.desk), status_reply);
 }
 
-Result<json::object> answer_send(ControlService& service, const ControlRequest& request, const std::string& sender) {
-  return reply("trigger", service.send(*request.desk, *request.text, sender), [](const std::string& id) { return id; });
+void answer_send(ControlService& service, const ControlRequest& request, const std::string& sender,
+                 std::function<void(Result<json::object>)> done) {
+  service.send(*request.desk, *request.text, sender, [done = std::move(done)](Result<std::string> sent) {
+    done(reply("trigger", std::move(sent), [](const std::string& id) { return id; }));
+  });
+}
+
+void answer_reload(ControlService& service, const ControlRequest&, const std::string& sender,
+                   std::function<void(Result<json::object>)> done) {
+  service.reload(sender, [done = std::move(done)](Result<ReloadOutcome> reloaded) {
+    if (!reloaded.ok()) return done(std::move(reloaded).error());
+    done(reload_reply(*reloaded));
+  });
 }
 
 Result<json::object> answer_commands(ControlService& service, const ControlRequest& request, const std::string&) {
@@ -113,16 +124,16 @@ Result<json::object> answer_reject(ControlService& service, const ControlRequest
 
 // clang-format off
 constexpr ControlOp kOperations[] = {
-    {op::kDesks,     kNeedsNothing,            OpAnswer::now,      answer_desks},
-    {op::kStatus,    kNeedsNothing,            OpAnswer::now,      answer_status},
-    {op::kSend,      kNeedsDesk | kNeedsText,  OpAnswer::now,      answer_send},
-    {op::kFollow,    kNeedsNothing,            OpAnswer::follow,   nullptr},
-    {op::kUnfollow,  kNeedsFollow,             OpAnswer::unfollow, nullptr},
-    {op::kCommands,  kNeedsDesk,               OpAnswer::now,      answer_commands},
-    {op::kProposals, kNeedsNothing,            OpAnswer::now,      answer_proposals},
-    {op::kAccept,    kNeedsProposal,           OpAnswer::now,      answer_accept},
-    {op::kReject,    kNeedsProposal,           OpAnswer::now,      answer_reject},
-    {op::kReload,    kNeedsNothing,            OpAnswer::later,    nullptr},
+    {op::kDesks,     kNeedsNothing,            OpAnswer::now,      answer_desks,     nullptr},
+    {op::kStatus,    kNeedsNothing,            OpAnswer::now,      answer_status,    nullptr},
+    {op::kSend,      kNeedsDesk | kNeedsText,  OpAnswer::later,    nullptr,          answer_send},
+    {op::kFollow,    kNeedsNothing,            OpAnswer::follow,   nullptr,          nullptr},
+    {op::kUnfollow,  kNeedsFollow,             OpAnswer::unfollow, nullptr,          nullptr},
+    {op::kCommands,  kNeedsDesk,               OpAnswer::now,      answer_commands,  nullptr},
+    {op::kProposals, kNeedsNothing,            OpAnswer::now,      answer_proposals, nullptr},
+    {op::kAccept,    kNeedsProposal,           OpAnswer::now,      answer_accept,    nullptr},
+    {op::kReject,    kNeedsProposal,           OpAnswer::now,      answer_reject,    nullptr},
+    {op::kReload,    kNeedsNothing,            OpAnswer::later,    nullptr,          answer_reload},
 };
 // clang-format on
 

@@ -2,11 +2,13 @@
 // Internal to runner/control: the one table of control-socket operations — each one's name,
 // the request fields it needs (checked when the line is parsed), and how it is answered:
 // most by a handler that asks the ControlService and builds the reply from the values it
-// returns; reload later, follow and unfollow by the connection's streams. A new operation
+// returns; send and reload by a handler that answers later (once the trigger is flushed, once
+// the reload is done); follow and unfollow by the connection's streams. A new operation
 // is a row here, its handler and its test.
 
 #include <boost/json/object.hpp>
 
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,7 +27,7 @@ enum OpNeeds : unsigned { kNeedsNothing = 0, kNeedsDesk = 1, kNeedsText = 2, kNe
 /// How an operation is answered.
 enum class OpAnswer {
   now,       ///< `answer` gives the reply's fields (or the error)
-  later,     ///< reload: the service calls back once it is done
+  later,     ///< `answer_later` calls back with the reply's fields once the service is done
   follow,    ///< the connection starts a stream of events
   unfollow,  ///< the connection ends one
 };
@@ -37,6 +39,10 @@ struct ControlOp {
   /// For `now`: asks the service on behalf of `sender` and builds the reply's fields.
   Result<boost::json::object> (*answer)(ControlService& service, const ControlRequest& request,
                                         const std::string& sender);
+  /// For `later`: asks the service on behalf of `sender`; `done` gets the reply's fields (or
+  /// the error) on the event loop once the service has answered.
+  void (*answer_later)(ControlService& service, const ControlRequest& request, const std::string& sender,
+                       std::function<void(Result<boost::json::object>)> done);
 };
 
 /// Every operation, in the order `deskctl` and the errors list them.

@@ -32,8 +32,10 @@ class ControlService {
   virtual DaemonStatus daemon_status() const = 0;
   /// One desk's status.
   virtual Result<DeskStatus> status(const std::string& desk) const = 0;
-  /// Submits a message or command from `sender`; returns the trigger id.
-  virtual Result<std::string> send(const std::string& desk, const std::string& text, const std::string& sender) = 0;
+  /// Submits a message or command from `sender`; `sent` gets the trigger id once the desk has
+  /// it durably (journaled and flushed), or why it was refused, later, on the event loop.
+  virtual void send(const std::string& desk, const std::string& text, const std::string& sender,
+                    std::function<void(Result<std::string>)> sent) = 0;
   /// The desk's commands and skills, as its command menu lists them.
   virtual Result<std::vector<desk::CommandEntry>> commands(const std::string& desk) const = 0;
   /// The proposals of one desk (every desk's when empty), oldest first.

@@ -4,6 +4,8 @@
 #include <boost/json.hpp>
 
 #include "base/exception_text.h"
+#include <future>
+
 #include "runner/desk/desk_core.h"
 #include "runner/desk/india_time.h"
 #include "runner/desk/journal.h"
@@ -295,27 +297,73 @@ std::size_t DeskRuntime::queued_count() const { return core_->queued.load(); }
 void DeskRuntime::drain() { core_->draining = true; }
 std::vector<CommandEntry> DeskRuntime::command_catalogue() const { return catalogue(*core_); }
 
-Result<void> DeskRuntime::submit(Trigger trigger) {
-  if (trigger.desk != core_->settings.name) {
+namespace {
+
+// The trigger's missing parts filled in, or why it is not this desk's.
+Result<void> complete(Trigger& trigger, const DeskCore& core) {
+  if (trigger.desk != core.settings.name) {
     return Error::make(ErrorCode::invalid_argument,
-                       "Trigger for desk '" + trigger.desk + "' was sent to desk '" + core_->settings.name + "'");
+                       "Trigger for desk '" + trigger.desk + "' was sent to desk '" + core.settings.name + "'");
   }
   if (trigger.id.empty()) trigger.id = make_trigger_id();
-  if (trigger.received == std::chrono::system_clock::time_point{}) trigger.received = core_->clock.now();
+  if (trigger.received == std::chrono::system_clock::time_point{}) trigger.received = core.clock.now();
   if (!trigger.kind) trigger.kind = kind_of_text(trigger.text);
+  return success();
+}
+
+// Followers saw the trigger accepted: they are told it was not.
+Error refuse_unjournaled(DeskCore& core, const std::string& accepted_id, const std::string& trigger_id, Error why) {
+  core.bus.publish(core.settings.name, event_kind::kJournalWriteFailed,
+                   {{"event", accepted_id}, {"kind", event_kind::kTriggerAccepted}, {"trigger", trigger_id},
+                    {"error", why.what + " The trigger is refused."}});
+  return why;
+}
+
+}  // namespace
+
+Result<void> DeskRuntime::submit(Trigger trigger) {
+  DESKD_RETURN_IF_ERROR(complete(trigger, *core_));
   // Journaled before it is acknowledged: once submit returns, a crash cannot lose it.
   Event accepted = core_->bus.publish(core_->settings.name, event_kind::kTriggerAccepted, to_json(trigger));
   if (core_->parts.journal != nullptr) {
-    if (auto appended = core_->parts.journal->append(accepted); !appended.ok()) {
-      // Followers saw it accepted: they are told it was not.
-      core_->bus.publish(core_->settings.name, event_kind::kJournalWriteFailed,
-                         {{"event", accepted.id}, {"kind", accepted.kind}, {"trigger", trigger.id},
-                          {"error", appended.error().what + " The trigger is refused."}});
-      return std::move(appended).error();
+    // Waits on the flusher thread, never on this desk's executor (this may be its thread).
+    std::promise<Result<void>> flushed;
+    auto done = flushed.get_future();
+    core_->parts.journal->append_flushed(accepted, [&flushed](Result<void> result) { flushed.set_value(std::move(result)); });
+    if (Result<void> result = done.get(); !result.ok()) {
+      return refuse_unjournaled(*core_, accepted.id, trigger.id, std::move(result).error());
     }
   }
   asio::post(core_->executor, [core = core_, trigger = std::move(trigger)]() mutable { core->accept(std::move(trigger)); });
   return success();
+}
+
+void DeskRuntime::submit(Trigger trigger, Acknowledgement acknowledged) {
+  if (auto completed = complete(trigger, *core_); !completed.ok()) {
+    asio::post(core_->executor, [acknowledged = std::move(acknowledged), why = std::move(completed)]() mutable {
+      acknowledged(std::move(why));
+    });
+    return;
+  }
+  Event accepted = core_->bus.publish(core_->settings.name, event_kind::kTriggerAccepted, to_json(trigger));
+  // The desk takes the trigger only once it is on disk, in the order the lines were
+  // written: nothing a crash could lose has been acted on or acknowledged.
+  auto take = [core = core_, trigger = std::make_shared<Trigger>(std::move(trigger)), accepted_id = accepted.id,
+               acknowledged = std::move(acknowledged)](Result<void> flushed) {
+    asio::post(core->executor, [core, trigger, accepted_id, acknowledged, flushed = std::move(flushed)]() mutable {
+      if (!flushed.ok()) {
+        acknowledged(refuse_unjournaled(*core, accepted_id, trigger->id, std::move(flushed).error()));
+        return;
+      }
+      core->accept(std::move(*trigger));
+      acknowledged(success());
+    });
+  };
+  if (core_->parts.journal == nullptr) {
+    take(success());
+  } else {
+    core_->parts.journal->append_flushed(accepted, std::move(take));
+  }
 }
 
 awaitable<void> DeskRuntime::run() {

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,6 +94,15 @@ class DeskRuntime {
   /// user message during a turn goes to the steering inbox. Refuses a trigger addressed to
   /// another desk: "Trigger for desk 'a' was sent to desk 'b'".
   Result<void> submit(Trigger trigger);
+
+  /// What submit(trigger, acknowledged) calls once the trigger is the desk's, or with why not.
+  using Acknowledgement = std::function<void(Result<void>)>;
+
+  /// Adds a trigger as submit(trigger) does, without waiting for the disk: `acknowledged`
+  /// is called on the desk's executor once the trigger's line is journaled and flushed
+  /// (the desk takes the trigger at that moment, not before), or with why it was refused.
+  /// Triggers submitted together share one fsync. Safe from any thread.
+  void submit(Trigger trigger, Acknowledgement acknowledged);
 
   /// The desk's commands and usable skills, for a client's command menu.
   std::vector<CommandEntry> command_catalogue() const;

@@ -8,8 +8,10 @@
 #include <atomic>
 #include <boost/json.hpp>
 #include <cerrno>
+#include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <thread>
 
 #include "base/unique_fd.h"
 #include "runner/desk/journal_file.h"
@@ -36,6 +38,79 @@ struct Journal::State {
   std::size_t dropped = 0;
   bool recovered = false;
   std::atomic<bool> compacting{false};
+  // Group commit: lines written and waiting for an fsync, oldest first, and the thread that
+  // runs the fsyncs (started at the first wait, ended with the journal).
+  std::vector<Flushed> waiting;
+  std::condition_variable flush_wanted;
+  bool closing = false;
+  bool flushing = false;           // an fsync of `fd` runs without the lock
+  std::vector<UniqueFd> retired;   // descriptors a compaction replaced during that fsync
+  std::thread flusher;
+
+  ~State() {
+    {
+      const std::lock_guard lock(mutex);
+      closing = true;
+    }
+    flush_wanted.notify_one();
+    if (flusher.joinable()) flusher.join();
+  }
+
+  // Precondition: `mutex` is held. Writes the held lines, then `line`; a line that cannot
+  // be written is held (unless `must_write`: then the error is returned and the line is
+  // dropped, for its sender to be told).
+  Result<void> write_in_order(std::string line, bool must_write) {
+    std::optional<Error> still_refused;
+    while (!held.empty()) {
+      if (auto written = write_line(held.front()); !written.ok()) {
+        still_refused = std::move(written).error();
+        break;
+      }
+      held_bytes -= held.front().size();
+      held.pop_front();
+    }
+    if (still_refused) {
+      if (must_write) {
+        still_refused->what += " " + std::to_string(held.size()) + " earlier lines still wait, so the trigger is refused.";
+        return *still_refused;
+      }
+      return hold(std::move(line), std::move(*still_refused));
+    }
+    if (auto written = write_line(line); !written.ok()) {
+      // The desk refuses a trigger it cannot journal: its sender is told, and sends it again.
+      if (must_write) return written;
+      return hold(std::move(line), std::move(written).error());
+    }
+    return success();
+  }
+
+  // The flusher thread: one fsync for every line that waits when it begins, then their
+  // callbacks, in order. Lines written during an fsync wait for the next one.
+  void flush_waiting_lines() {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      flush_wanted.wait(lock, [&] { return !waiting.empty() || closing; });
+      if (waiting.empty()) return;
+      std::vector<Flushed> batch;
+      batch.swap(waiting);
+      // The fsync runs without the lock, so that appends need not wait for it. A compaction
+      // that replaces the file meanwhile has copied these lines and flushed its file first,
+      // and keeps this descriptor open (retired) until the fsync is over. No dup(): a deskd
+      // out of descriptors must still take triggers.
+      const int target = fd.get();
+      flushing = true;
+      lock.unlock();
+      Result<void> flushed = success();
+      if (retry_on_eintr([&] { return ::fsync(target); }) != 0) {
+        flushed = Error::from_errno(errno, "The journal " + quoted(path) + " could not be flushed to disk");
+      }
+      for (Flushed& done : batch) done(flushed);
+      batch.clear();  // the callbacks' captures go before the lock is taken again
+      lock.lock();
+      flushing = false;
+      retired.clear();
+    }
+  }
 
   // Precondition: `mutex` is held. Writes `line` with one write(2): with O_APPEND the
   // kernel places it at the end as a whole, so lines never interleave, even with a second
@@ -134,34 +209,30 @@ Result<void> Journal::append(const Event& event) {
   const bool accepted = event.kind == event_kind::kTriggerAccepted;
   State& state = *state_;
   const std::lock_guard lock(state.mutex);
-  // Lines refused earlier go first, in their order.
-  std::optional<Error> still_refused;
-  while (!state.held.empty()) {
-    if (auto written = state.write_line(state.held.front()); !written.ok()) {
-      still_refused = std::move(written).error();
-      break;
-    }
-    state.held_bytes -= state.held.front().size();
-    state.held.pop_front();
-  }
-  if (still_refused) {
-    if (accepted) {
-      still_refused->what += " " + std::to_string(state.held.size()) + " earlier lines still wait, so the trigger is refused.";
-      return *still_refused;
-    }
-    return state.hold(std::move(line), std::move(*still_refused));
-  }
-  if (auto written = state.write_line(line); !written.ok()) {
-    // The desk refuses a trigger it cannot journal: its sender is told, and sends it again.
-    if (accepted) return written;
-    return state.hold(std::move(line), std::move(written).error());
-  }
+  DESKD_RETURN_IF_ERROR(state.write_in_order(std::move(line), accepted));
   // The desk acknowledges a trigger only after this returns, so the line must be on disk,
   // not only in the page cache: a crash or power cut after the reply loses no message.
   if (accepted && retry_on_eintr([&] { return ::fsync(state.fd.get()); }) != 0) {
     return Error::from_errno(errno, "The journal " + quoted(state.path) + " could not be flushed to disk");
   }
   return success();
+}
+
+void Journal::append_flushed(const Event& event, Flushed flushed) {
+  std::string line = json::serialize(to_json(event));
+  line += '\n';
+  State& state = *state_;
+  {
+    std::unique_lock lock(state.mutex);
+    if (auto written = state.write_in_order(std::move(line), true); !written.ok()) {
+      lock.unlock();
+      flushed(std::move(written).error());
+      return;
+    }
+    state.waiting.push_back(std::move(flushed));
+    if (!state.flusher.joinable()) state.flusher = std::thread([&state] { state.flush_waiting_lines(); });
+  }
+  state.flush_wanted.notify_one();
 }
 
 std::size_t Journal::held_lines() const {
@@ -314,6 +385,7 @@ Result<Journal::Compaction> Journal::rewrite(const JournalScan& scan, std::uint6
   (void)::fstat(out.get(), &after);
   char last = '\n';
   if (after.st_size > 0 && ::pread(out.get(), &last, 1, after.st_size - 1) != 1) last = '\n';
+  if (state.flushing) state.retired.push_back(std::move(state.fd));
   state.fd = std::move(out);
   state.size = static_cast<std::uint64_t>(after.st_size);
   state.starts_mid_line = last != '\n';

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +48,17 @@ class Journal {
   /// line the disk refuses is held (held_lines()) and written before the next line; the
   /// error then says so.
   Result<void> append(const Event& event);
+
+  /// What append_flushed() calls once its line is on disk, or with why it is not.
+  using Flushed = std::function<void(Result<void>)>;
+
+  /// Appends one line now, as append() does, and calls `flushed` once it is on disk (after
+  /// an fsync that began after the write): lines that wait together share one fsync (group
+  /// commit), run on the journal's own flusher thread, never the caller's. `flushed` runs on
+  /// that thread, in the order the lines were written; or at once, on the calling thread,
+  /// with the error when the line cannot be written. Safe from any thread. A journal being
+  /// destroyed still flushes, and calls, every line waiting.
+  void append_flushed(const Event& event, Flushed flushed);
 
   /// How many refused lines wait to be written again.
   std::size_t held_lines() const;

@@ -1,5 +1,7 @@
 #include "runner/tools/output_collector.h"
 
+#include <cstring>
+
 namespace deskd::tools {
 namespace {
 
@@ -32,6 +34,20 @@ bool continues(const unsigned char* sequence, std::size_t length, unsigned char 
 std::size_t sequence_length_at(std::string_view text, std::size_t index) {
   const std::size_t length = expected_length(static_cast<unsigned char>(text[index]));
   return length == 0 ? 1 : length;
+}
+
+// How many bytes at the start of `bytes` are ASCII (each one character, stored as it is),
+// eight at a time: a flood is nearly always ASCII, and needs no per-character work.
+std::size_t ascii_prefix(std::string_view bytes) {
+  constexpr std::uint64_t kHighBits = 0x8080808080808080ULL;
+  std::size_t index = 0;
+  for (; index + 8 <= bytes.size(); index += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes.data() + index, sizeof word);
+    if ((word & kHighBits) != 0) break;
+  }
+  while (index < bytes.size() && static_cast<unsigned char>(bytes[index]) < 0x80) ++index;
+  return index;
 }
 
 }  // namespace
@@ -70,8 +86,39 @@ void OutputCollector::trim_tail() {
   tail_characters_ = maximum_characters_;
 }
 
+// A run of ASCII characters at once: as many as fit into the head, and of the rest only the
+// latest `maximum_characters_` ever need to be copied; the others are counted.
+void OutputCollector::add_ascii(std::string_view run) {
+  total_characters_ += run.size();
+  if (head_characters_ < maximum_characters_) {
+    const std::size_t into_head = std::min(run.size(), maximum_characters_ - head_characters_);
+    head_.append(run.substr(0, into_head));
+    head_characters_ += into_head;
+    run.remove_prefix(into_head);
+    if (run.empty()) return;
+  }
+  if (run.size() >= maximum_characters_) {
+    tail_.assign(run.substr(run.size() - maximum_characters_));
+    tail_characters_ = maximum_characters_;
+    return;
+  }
+  tail_.append(run);
+  tail_characters_ += run.size();
+  if (tail_characters_ >= 2 * maximum_characters_ + 64) trim_tail();
+}
+
 void OutputCollector::append(std::string_view bytes) {
-  for (const char raw : bytes) {
+  std::size_t index = 0;
+  while (index < bytes.size()) {
+    if (pending_length_ == 0) {
+      const std::size_t ascii = ascii_prefix(bytes.substr(index));
+      if (ascii > 0) {
+        add_ascii(bytes.substr(index, ascii));
+        index += ascii;
+        continue;
+      }
+    }
+    const char raw = bytes[index++];
     const auto byte = static_cast<unsigned char>(raw);
     if (pending_length_ > 0) {
       if (continues(pending_, pending_length_, byte)) {
@@ -85,11 +132,11 @@ void OutputCollector::append(std::string_view bytes) {
       // A broken sequence is one replacement character; the byte is looked at afresh.
       add_character(kReplacement);
       pending_length_ = 0;
+      --index;
+      continue;
     }
     const std::size_t length = expected_length(byte);
-    if (length == 1) {
-      add_character({&raw, 1});
-    } else if (length == 0) {
+    if (length == 0) {
       add_character(kReplacement);
     } else {
       pending_[0] = byte;

@@ -3,6 +3,7 @@
 // (invalid bytes become U+FFFD) and kept within a bound however much is printed: the
 // start and the end are kept, the middle is only counted.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -36,6 +37,7 @@ class OutputCollector {
 
  private:
   void add_character(std::string_view encoded);
+  void add_ascii(std::string_view run);
   void trim_tail();
 
   std::size_t maximum_characters_;

@@ -1,5 +1,6 @@
-// `deskd serve` across restarts, as a user sees it: a /pause journaled before kill -9 is
-// a command after the restart, "events --from" an id from before the restart returns what
+// `deskd serve` across restarts, as a user sees it: every send acknowledged before kill -9
+// (many at once, sharing the journal's flushes) is in the journal and runs after the
+// restart, a /pause journaled before kill -9 is a command after the restart, "events --from" an id from before the restart returns what
 // came after it, a damaged journal line is reported and the rest recovered, and a big
 // journal is compacted while the socket answers.
 
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -84,6 +86,62 @@ TEST_F(ServeE2eTest, APauseJournaledBeforeKill9IsACommandAfterTheRestart) {
   const auto ask = daemon.deskctl({"ask", "one", "anything?"});
   EXPECT_THAT(ask.output, HasSubstr("paused"));
   EXPECT_THAT(file_text(daemon.session_path("one")), Not(HasSubstr("/pause")));  // no model read it as text
+}
+
+// Sends pipelined on several connections at once are acknowledged after one shared fsync
+// (group commit); none that was acknowledged may be lost to kill -9.
+TEST_F(ServeE2eTest, EverySendAcknowledgedBeforeKill9IsJournaledAndRedelivered) {
+  ServeDaemon daemon({{"one", kLongTurn}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  {
+    // A turn that runs on: every message below waits (as steering), unfinished.
+    auto events = daemon.follow("one");
+    ASSERT_TRUE(events);
+    ASSERT_EQ(daemon.deskctl({"send", "one", "start the long turn"}).exit_code, 0);
+    ASSERT_TRUE(events->wait_for_event(is_event("TOOL_CALLED")));
+  }
+  constexpr int kConnections = 8;
+  constexpr int kSendsEach = 25;
+  std::vector<ControlConnection> connections;
+  for (int index = 0; index < kConnections; ++index) {
+    connections.push_back(daemon.connect());
+    ASSERT_TRUE(connections.back().connected());
+  }
+  for (int round = 0; round < kSendsEach; ++round) {
+    for (int index = 0; index < kConnections; ++index) {
+      ASSERT_TRUE(connections[static_cast<std::size_t>(index)].send(
+          json::object{{"id", round}, {"op", "send"}, {"desk", "one"}, {"text", "message " + std::to_string(index) + "." + std::to_string(round)}}));
+    }
+  }
+  std::set<std::string> acknowledged;
+  for (auto& connection : connections) {
+    for (int round = 0; round < kSendsEach; ++round) {
+      const auto reply = connection.read_object();
+      ASSERT_TRUE(reply);
+      ASSERT_EQ(field(*reply, "ok"), "true") << json::serialize(*reply);
+      acknowledged.insert(field(*reply, "trigger"));
+    }
+  }
+  ASSERT_EQ(acknowledged.size(), std::size_t{kConnections * kSendsEach});
+  kill_hard(daemon);
+
+  std::set<std::string> journaled;
+  for (const auto& event : json_lines(daemon.journal_path("one"))) {
+    if (event_kind(event) == "TRIGGER_ACCEPTED") journaled.insert(event_data(event, "id"));
+  }
+  for (const auto& id : acknowledged) EXPECT_TRUE(journaled.contains(id)) << id << " was acknowledged, not journaled";
+
+  std::ofstream(daemon.script_path("one")) << R"({"text": "all taken"})" "\n";
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  auto events = daemon.follow("one", /*replay=*/true);
+  ASSERT_TRUE(events);
+  // The long turn's own trigger is re-delivered too; every acknowledged one must be.
+  std::size_t missing = acknowledged.size();
+  while (missing > 0) {
+    const auto event = events->wait_for_event(is_event("TRIGGER_REDELIVERED"));
+    ASSERT_TRUE(event) << missing << " of " << acknowledged.size() << " acknowledged triggers not re-delivered";
+    missing -= acknowledged.count(event_data(*event, "trigger"));
+  }
 }
 
 TEST_F(ServeE2eTest, EventsFromAnIdBeforeARestartAreTheOnesAfterIt) {

@@ -59,8 +59,10 @@ comm1=$(cat /proc/1/comm 2>/dev/null)
 seen=""
 for dir in /proc/[0-9]*; do
   c=$(cat "$dir/comm" 2>/dev/null) || continue
-  case $c in deskd|conmon|catatonit|podman|runc) seen+=" ${dir#/proc/}:$c" ;; esac
-  [ "$(readlink "$dir/exe" 2>/dev/null)" = /usr/sbin/deskd ] && seen+=" ${dir#/proc/}:exe=deskd"
+  case $c in deskd|deskd-full|conmon|catatonit|podman|runc) seen+=" ${dir#/proc/}:$c" ;; esac
+  case "$(readlink "$dir/exe" 2>/dev/null)" in
+    /usr/sbin/deskd | /usr/libexec/deskd/deskd-full) seen+=" ${dir#/proc/}:exe=deskd" ;;
+  esac
 done
 [ -z "$seen" ] && pass no_deskd_or_container_process || fail no_deskd_or_container_process "visible:$seen"
 env1=$({ tr '\0' '\n' </proc/1/environ; } 2>/dev/null)

@@ -168,7 +168,11 @@ uid_t sandbox_host_uid(Daemon daemon) {
 uid_t daemon_host_uid(Daemon daemon) { return daemon == Daemon::root ? 0 : kUnprivilegedUid; }
 
 const std::string& deskd_binary() {
-  static const std::string path = BinaryCopies::instance().locate(DESKD_BINARY);
+  // deskd executes deskd-full, next to it, for every command but `deskd sandbox`.
+  static const std::string path = [] {
+    (void)BinaryCopies::instance().locate(fs::path(DESKD_BINARY).parent_path() / "deskd-full");
+    return BinaryCopies::instance().locate(DESKD_BINARY);
+  }();
   return path;
 }
 

@@ -39,6 +39,7 @@ TEST(ControlProtocol, TheOperationTableIsWhatTheParserKnows) {
     EXPECT_NE(unknown.problem->find(std::string(operation.name)), std::string::npos) << *unknown.problem;
     EXPECT_EQ(find_control_op(operation.name), &operation);
     EXPECT_EQ(operation.how == OpAnswer::now, operation.answer != nullptr);
+    EXPECT_EQ(operation.how == OpAnswer::later, operation.answer_later != nullptr);
     json::object request{{"op", operation.name}, {"desk", "a"}, {"text", "t"}, {"proposal", "p-1"}, {"follow", 1}};
     EXPECT_FALSE(parse_control_request(json::serialize(request)).problem);
     for (const auto& [field, bit] : {std::pair{"desk", kNeedsDesk}, std::pair{"text", kNeedsText},

@@ -34,10 +34,11 @@ class FakeService final : public ControlService {
   std::vector<DeskSummary> desks() const override { return {DeskSummary{"a", "dry_run", "/a", "idle", {}, {}}}; }
   DaemonStatus daemon_status() const override { return DaemonStatus{"2026-11-30T09:14:05+05:30", false, desks()}; }
   Result<DeskStatus> status(const std::string&) const override { return DeskStatus{desks().front(), {}}; }
-  Result<std::string> send(const std::string&, const std::string& text, const std::string& sender) override {
-    if (text == "refuse me") return Error::make(ErrorCode::refused, "No.");
+  void send(const std::string&, const std::string& text, const std::string& sender,
+            std::function<void(Result<std::string>)> sent) override {
+    if (text == "refuse me") return sent(Error::make(ErrorCode::refused, "No."));
     last_sender = sender;
-    return std::string("t-1");
+    sent(std::string("t-1"));
   }
   Result<std::vector<desk::CommandEntry>> commands(const std::string&) const override {
     return std::vector<desk::CommandEntry>{};

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <mutex>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -144,6 +145,55 @@ TEST_F(JournalTest, LinesFromManyThreadsNeverInterleave) {
   for (const std::string& line : written) {
     EXPECT_EQ(json::parse(line).at("data").at("text").as_string(), long_text);
   }
+}
+
+// Group commit: triggers from many threads share fsyncs, and each is told only once its line
+// was written before a flush that succeeded; the callbacks come in the order written.
+TEST_F(JournalTest, FlushedAppendsFromManyThreadsAreEachToldOnceTheirLineIsOnDisk) {
+  auto journal = Journal::open(path_).value();
+  std::mutex mutex;
+  std::vector<std::string> told;
+  std::vector<std::thread> senders;
+  for (int thread = 0; thread < 4; ++thread) {
+    senders.emplace_back([&, thread] {
+      for (int index = 0; index < 50; ++index) {
+        const Trigger sent = trigger("t" + std::to_string(thread) + "." + std::to_string(index));
+        journal.append_flushed(accepted(sent), [&, text = sent.text](Result<void> flushed) {
+          EXPECT_TRUE(flushed.ok());
+          const std::lock_guard lock(mutex);
+          told.push_back(text);
+        });
+      }
+    });
+  }
+  for (std::thread& sender : senders) sender.join();
+  const std::vector<std::string> written = [&] {
+    // Until the last callback has run, a line may be written but not yet told.
+    for (int wait = 0; wait < 5000; ++wait) {
+      {
+        const std::lock_guard lock(mutex);
+        if (told.size() == 200u) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return unfinished_texts();
+  }();
+  const std::lock_guard lock(mutex);
+  ASSERT_EQ(told.size(), 200u);
+  EXPECT_EQ(told, written) << "told in the order the lines were written";
+}
+
+TEST_F(JournalTest, AJournalGoingAwayStillFlushesAndTellsWhatWaits) {
+  int told = 0;
+  {
+    auto journal = Journal::open(path_).value();
+    for (int index = 0; index < 20; ++index) {
+      journal.append_flushed(accepted(trigger("last words " + std::to_string(index))),
+                             [&told](Result<void> flushed) { told += flushed.ok() ? 1 : 0; });
+    }
+  }
+  EXPECT_EQ(told, 20);
+  EXPECT_EQ(unfinished_texts().size(), 20u);
 }
 
 TEST_F(JournalTest, AMissingJournalHasNothingUnfinished) {
