@@ -56,7 +56,7 @@ Daemon::~Daemon() {
 void Daemon::journal_daemon_event(const desk::Event& event) {
   static constexpr std::string_view kDaemonKinds[] = {desk::kScheduleMissed, daemon_event::kDeskFailed,
                                                       daemon_event::kProposalAccepted, daemon_event::kProposalRejected,
-                                                      daemon_event::kProposalRefused};
+                                                      daemon_event::kProposalRefused, desk::event_kind::kNetworkRefused};
   bool daemon_kind = false;
   for (std::string_view kind : kDaemonKinds) daemon_kind = daemon_kind || kind == event.kind;
   if (!daemon_kind) return;

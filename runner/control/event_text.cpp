@@ -86,6 +86,11 @@ std::string event_text(const json::object& event, bool everything) {
   if (kind == "SESSION_COMPACTED") {
     return prefix + "the session was compacted: " + string_of(data, "messages_summarised") + " older messages summarised\n";
   }
+  if (kind == "NETWORK_REFUSED") {
+    const json::value* port = data.if_contains("port");
+    return prefix + "network refused " + string_of(data, "host") + ":" + (port != nullptr ? json::serialize(*port) : "?") +
+           ": " + string_of(data, "why") + "\n";
+  }
   if (kind == "DESK_FAILED") return prefix + "desk failed: " + string_of(data, "error") + "\n";
   if (kind == "DESK_STARTED" || kind == "DESK_STOPPED") return prefix + (kind == "DESK_STARTED" ? "desk started\n" : "desk stopped\n");
   if (kind == "SESSION_ROLLED_OVER") return prefix + "new session (" + string_of(data, "reason") + ")\n";

@@ -61,6 +61,9 @@ inline constexpr const char* kJournalDamaged = "JOURNAL_DAMAGED";
 inline constexpr const char* kJournalWriteFailed = "JOURNAL_WRITE_FAILED";
 // The journal rewritten with only what a restart needs (data: file, bytes_before, ...).
 inline constexpr const char* kJournalCompacted = "JOURNAL_COMPACTED";
+// The desk's egress proxy refused a request (data: host, port, why; unreported_before when
+// the rate limit held some back). Published by the proxy, journaled by the daemon.
+inline constexpr const char* kNetworkRefused = "NETWORK_REFUSED";
 }  // namespace event_kind
 
 }  // namespace deskd::desk
