@@ -247,6 +247,7 @@ Result<json::object> Daemon::status(const std::string& desk_name) const {
     }
     status["open_proposals"] = open_count;
   }
+  status["network"] = egress::describe_network(slot.config.sandbox);
   return status;
 }
 

@@ -228,8 +228,9 @@ awaitable<void> serve_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp:
     co_return;
   }
   if (destinations.allowed.empty()) {
-    co_await refuse(*shared, client, *target,
-                    destinations.refused_why.empty() ? "the name has no address" : destinations.refused_why);
+    // Named first: g++ 12 destroys a conditional's temporary twice inside a co_await.
+    std::string why = destinations.refused_why.empty() ? std::string("the name has no address") : destinations.refused_why;
+    co_await refuse(*shared, client, *target, why);
     co_return;
   }
   auto upstream = co_await connect_checked(*shared, destinations.allowed);
