@@ -47,6 +47,7 @@ std::optional<std::string> normalized_host_name(std::string_view name) {
 
 Result<HostPattern> parse_host_pattern(std::string_view text) {
   if (text.empty()) return bad(text, "it is empty");
+  if (text.find("://") != std::string_view::npos) return bad(text, "write the host name, not a URL");
   HostPattern pattern;
   std::string_view host = text;
   // "[v6]" or "[v6]:port"; a bare v6 address has colons of its own and takes no port.

@@ -12,6 +12,7 @@ Error bad(std::string why) { return Error::make(ErrorCode::invalid_argument, std
 // "host:port", "[v6]:port" or (when `default_port` is set) just "host" / "[v6]".
 Result<ProxyTarget> split_authority(std::string_view authority, std::uint16_t default_port) {
   ProxyTarget target;
+  if (authority.find('@') != std::string_view::npos) return bad("user information in the address is not forwarded");
   std::string_view host = authority;
   std::string_view port_text;
   if (!host.empty() && host.front() == '[') {
@@ -29,7 +30,6 @@ Result<ProxyTarget> split_authority(std::string_view authority, std::uint16_t de
     if (host.find(':') != std::string_view::npos) return bad("an IPv6 address must be written in brackets");
   }
   if (host.empty()) return bad("no host was named");
-  if (host.find('@') != std::string_view::npos) return bad("user information in the address is not forwarded");
   for (const char c : host) {
     if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '.' && c != '-' && c != '_' && c != ':') {
       return bad("the host name holds characters a host name cannot");
