@@ -11,12 +11,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "e2e/daemon_fixture.h"
+#include "e2e/deskd_process.h"
 #include "e2e/small_internet.h"
 #include "e2e/turn_tools.h"
 
@@ -185,6 +187,46 @@ TEST_F(EgressE2eTest, NetworkNoneAndHostBehaveAsBefore) {
   const auto open = run(host, {"curl -sS -m 10 http://10.202.0.10/hello; curl -sS -m 10 http://10.201.0.10/hello"});
   EXPECT_THAT(open[0].text, HasSubstr("hello from 10.201.0.10 at 10.201.0.10")) << describe(open[0]);
   EXPECT_THAT(internet_.canary_log(), HasSubstr("10.202.0.10:80 reached")) << "the host network reaches everything";
+}
+
+TEST_F(EgressE2eTest, ADeskPastItsByteBudgetOrConnectionLimitIsCutOffAndTold) {
+  ServeDaemon daemon({DeskSetup{.name = "net",
+                                .script = "",
+                                .tables = kAllowlistSandbox + "egress_mb = 1\negress_connections = 2\n"}});
+  const auto outcomes = run(daemon, {
+      "curl -sS -m 20 -o /dev/null -w '%{size_download}\\n' http://www.egress.test/bytes/3000000",
+      "curl -sS -m 20 http://www.egress.test/hello",
+      // Two connections that send nothing hold both places; the third is refused at once.
+      "exec 5<>/dev/tcp/127.0.0.1/3128 6<>/dev/tcp/127.0.0.1/3128; sleep 1; exec 7<>/dev/tcp/127.0.0.1/3128; "
+      "timeout 10 tail -n 1 <&7",
+  });
+  const auto digits = outcomes[0].text.find_first_of("0123456789");
+  ASSERT_NE(digits, std::string::npos) << describe(outcomes[0]);
+  EXPECT_LT(std::atol(outcomes[0].text.c_str() + digits), 3000000L) << describe(outcomes[0]);
+  EXPECT_THAT(outcomes[1].text, HasSubstr("egress byte budget (1 MiB, egress_mb) is spent")) << describe(outcomes[1]);
+  EXPECT_THAT(outcomes[2].text, HasSubstr("the desk already has 2 connections open (egress_connections)"))
+      << describe(outcomes[2]);
+  EXPECT_GE(refusals(daemon).size(), 3u);
+}
+
+TEST_F(EgressE2eTest, DeskdShellRunsTheSameProxyAndDeskdSandboxRefusesTheMode) {
+  TemporaryDesk desk;
+  std::filesystem::copy_file(internet_.ca_file(), desk.directory() + "/ca.pem");
+  std::filesystem::permissions(desk.directory() + "/ca.pem", std::filesystem::perms(0644));
+  DeskdProcess shell({"shell", "--desk", desk.directory(), "--net", "allowlist", "--allow", "www.egress.test:443",
+                      "--allow", kAllowedSubnet});
+  shell.send("SSL_CERT_FILE=$PWD/ca.pem curl -sS -m 20 https://www.egress.test/hello\n");
+  shell.send("curl -sS -m 20 http://www.egress.test/hello\n");
+  shell.close_input();
+  const std::string output = shell.read_rest();
+  EXPECT_EQ(shell.wait(), 0);
+  EXPECT_THAT(output, HasSubstr("hello from www.egress.test at 10.201.0.10"));
+  EXPECT_THAT(output, HasSubstr("deskd refused www.egress.test:80: not in allowed_hosts"));
+  EXPECT_THAT(shell.error_output(), HasSubstr("deskd: network refused www.egress.test:80: not in allowed_hosts"));
+
+  DeskdProcess once({"sandbox", "--desk", desk.directory(), "--net", "allowlist", "--", "true"});
+  EXPECT_EQ(once.wait(), 125);
+  EXPECT_THAT(once.error_output(), HasSubstr("needs deskd's egress proxy"));
 }
 
 }  // namespace
