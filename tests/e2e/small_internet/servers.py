@@ -94,6 +94,18 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
+        if self.path.startswith("/file/"):
+            # A file of www/ sent by the kernel (sendfile): the server is never the
+            # bottleneck of bench/egress.
+            path = os.path.join(FOLDER, "www", os.path.basename(self.path))
+            with open(path, "rb") as data:
+                size = os.fstat(data.fileno()).st_size
+                self.send_response(200)
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                self.wfile.flush()
+                self.connection.sendfile(data)
+            return
         if self.path.startswith("/bytes/"):
             count = int(self.path.split("/")[2])
             self.send_response(200)
