@@ -26,7 +26,7 @@ enum class NetworkMode { none, host, allowlist };
 
 /// What one desk may spend through its egress proxy (network = "allowlist").
 struct EgressLimits {
-  std::uint64_t connections = 32;                       ///< open at once (each holds 512 KiB of buffers)
+  std::uint64_t connections = 32;                       ///< open at once
   std::uint64_t bytes = std::uint64_t{4} << 30;         ///< both ways, since the desk started
 
   bool operator==(const EgressLimits&) const = default;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "policy/egress_allowlist.h"
+#include "runner/egress/byte_relay.h"
 #include "runner/egress/proxy_request.h"
 #include "runner/egress/proxy_shared.h"
 
@@ -30,9 +31,6 @@ using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-// Two per connection; 256 KiB keeps the proxy near a direct connection's throughput (bench/egress),
-// and with egress_connections (32) bounds a desk's relay buffers at 16 MiB.
-constexpr std::size_t kRelayBufferBytes = 256 * 1024;
 
 std::string reply(int status, std::string_view reason, const std::string& body) {
   return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
@@ -135,39 +133,6 @@ awaitable<std::optional<tcp::socket>> connect_checked(ProxyShared& shared, const
   co_return std::nullopt;
 }
 
-// Copies `from` to `to` until `from` ends, then ends `to`'s sending side; any error or a
-// spent byte budget closes both, which ends the other direction too.
-awaitable<void> pump(ProxyShared& shared, tcp::socket& from, tcp::socket& to, const ProxyTarget& target) {
-  std::vector<char> buffer(kRelayBufferBytes);
-  boost::system::error_code ignored;
-  for (;;) {
-    auto [read_error, count] = co_await from.async_read_some(asio::buffer(buffer), kTuple);
-    if (read_error) {
-      if (read_error == asio::error::eof) {
-        to.shutdown(tcp::socket::shutdown_send, ignored);
-      } else {
-        from.close(ignored);
-        to.close(ignored);
-      }
-      co_return;
-    }
-    if (!shared.charge(count)) {
-      shared.report(target.host, target.port,
-                    "the desk's egress byte budget (" + std::to_string(shared.settings.limits.bytes >> 20) +
-                        " MiB, egress_mb) is spent");
-      from.close(ignored);
-      to.close(ignored);
-      co_return;
-    }
-    auto [write_error, written] = co_await asio::async_write(to, asio::buffer(buffer.data(), count), kTuple);
-    if (write_error) {
-      from.close(ignored);
-      to.close(ignored);
-      co_return;
-    }
-  }
-}
-
 bool is_hop_by_hop(std::string_view name) {
   for (std::string_view hop : {"connection", "proxy-connection", "keep-alive", "proxy-authorization",
                                "proxy-authenticate", "te", "trailer", "upgrade", "host"}) {
@@ -250,7 +215,7 @@ awaitable<void> serve_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp:
     if (auto [error, written] = co_await asio::async_write(*upstream, buffer.data(), kTuple); error) co_return;
     buffer.consume(buffer.size());
   }
-  co_await (pump(*shared, client, *upstream, *target) && pump(*shared, *upstream, client, *target));
+  co_await relay_both_ways(*shared, client, *upstream, target->host, target->port);
 }
 
 }  // namespace deskd::egress
