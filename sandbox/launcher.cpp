@@ -80,7 +80,7 @@ std::string host_path(const char* path) {
 // than a pipe holds): the header, then every string with its NUL.
 Result<UniqueFd> write_init_spec(std::uint32_t mode, const std::vector<std::string>& candidates,
                                  const std::vector<std::string>& arguments,
-                                 const std::vector<std::string>& environment) {
+                                 const std::vector<std::string>& environment, int egress_relay_index) {
   std::string strings;
   for (const auto* list : {&candidates, &arguments, &environment}) {
     for (const auto& text : *list) {
@@ -98,7 +98,9 @@ Result<UniqueFd> write_init_spec(std::uint32_t mode, const std::vector<std::stri
                            static_cast<std::uint32_t>(candidates.size()),
                            static_cast<std::uint32_t>(arguments.size()),
                            static_cast<std::uint32_t>(environment.size()),
-                           static_cast<std::uint32_t>(strings.size())};
+                           static_cast<std::uint32_t>(strings.size()),
+                           egress_relay_index,
+                           egress_relay_index >= 0 ? kEgressProxyPort : 0U};
   UniqueFd spec(::memfd_create("deskd-init-spec", MFD_CLOEXEC));
   if (!spec) return Error::from_errno(errno, "Creating the memfd for deskd-init's spec failed");
   std::string bytes(reinterpret_cast<const char*>(&header), sizeof header);
@@ -161,7 +163,25 @@ Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, con
   const auto landlock = plan_landlock(spec, kernel_landlock_abi());
   const auto candidates = command.empty() ? std::vector<std::string>{}
                                           : executable_candidates(command.front(), spec.environment);
-  DESKD_ASSIGN_OR_RETURN(UniqueFd init_spec, write_init_spec(mode, candidates, command, spec.environment));
+  // network = "allowlist": the relay to deskd's egress proxy goes to the init as the last of
+  // the command's descriptors; the init gives it to its forwarder, never to the command.
+  UniqueFd egress_relay;
+  if (spec.network == NetworkMode::allowlist && mode == DESKD_INIT_RUN) {
+    if (!spec.egress) {
+      return Error::make(ErrorCode::unsupported,
+                         "The sandbox could not be set up: network \"allowlist\" needs deskd's egress proxy, which "
+                         "this command does not run (deskd serve, run, shell and mcp do).");
+    }
+    auto relay = spec.egress->open_relay();
+    if (!relay.ok()) {
+      return Error{relay.error().code, relay.error().error_number,
+                   "The sandbox could not be set up: opening its relay to the egress proxy failed: " + relay.error().what};
+    }
+    egress_relay = std::move(relay).value();
+  }
+  const int egress_relay_index = egress_relay ? static_cast<int>(3 + streams.extra.size()) : -1;
+  DESKD_ASSIGN_OR_RETURN(UniqueFd init_spec,
+                         write_init_spec(mode, candidates, command, spec.environment, egress_relay_index));
   DESKD_ASSIGN_OR_RETURN(std::optional<SandboxCgroup> cgroup, create_sandbox_cgroup(spec.limits));
   if (!cgroup && spec.limits.cpus) {
     return Error::make(ErrorCode::unsupported,
@@ -177,7 +197,7 @@ Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, con
   context.seccomp = seccomp;
   context.limits = plan_limits(spec.limits, cgroup.has_value());
   context.hostname = spec.hostname.c_str();
-  context.bring_up_loopback = spec.network == NetworkMode::none;
+  context.bring_up_loopback = spec.network != NetworkMode::host;
   context.init_image_fd = init_image;
   context.init_spec_fd = init_spec.get();
   context.descriptors = {streams.input, streams.output, streams.error};
@@ -185,6 +205,7 @@ Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, con
     if (fd < 0) return Error::make(ErrorCode::invalid_argument, "An extra descriptor for the sandbox is invalid.");
     context.descriptors.push_back(fd);
   }
+  if (egress_relay) context.descriptors.push_back(egress_relay.get());
 
   DESKD_ASSIGN_OR_RETURN(Pipe sync, make_pipe("synchronisation"));
   DESKD_ASSIGN_OR_RETURN(Pipe failures, make_pipe("failure report"));
@@ -193,7 +214,7 @@ Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, con
 
   unsigned long long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
                              CLONE_NEWCGROUP;
-  if (spec.network == NetworkMode::none) flags |= CLONE_NEWNET;
+  if (spec.network != NetworkMode::host) flags |= CLONE_NEWNET;
   int raw_pidfd = -1;
   const int cgroup_fd = cgroup ? cgroup->directory_fd() : -1;
   const pid_t pid = clone_child(flags, &raw_pidfd, cgroup_fd);
@@ -202,6 +223,7 @@ Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, con
   }
   if (pid == 0) run_sandbox_child(context);
   init_spec.reset();
+  egress_relay.reset();  // the sandbox's init holds it now
 
   const bool placed_in_cgroup = raw_pidfd >= 0;  // clone3 took CLONE_INTO_CGROUP
   const std::vector<std::string> cgroup_procs = cgroup ? cgroup->procs_files() : std::vector<std::string>{};

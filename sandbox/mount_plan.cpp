@@ -193,7 +193,7 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
     steps.push_back(attributes(kNewRoot, kReadOnly, true, "make the host's root read-only, nosuid and nodev"));
   }
   steps.push_back(step(Operation::mount_proc, in_new_root("/proc"), "mount a new /proc"));
-  if (spec.network == NetworkMode::none) {
+  if (spec.network != NetworkMode::host) {
     // The host's /sys names its network interfaces and their addresses; a sysfs mounted in
     // the sandbox's own network namespace shows only `lo`.
     steps.push_back(step(Operation::mount_sysfs, in_new_root("/sys"),

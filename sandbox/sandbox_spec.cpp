@@ -233,6 +233,11 @@ Result<SandboxSpec> SandboxSpecBuilder::build() const {
     std::erase_if(spec.environment, [&](const std::string& entry) { return entry.rfind(prefix, 0) == 0; });
     spec.environment.push_back(prefix + value);
   }
+  if (spec.network == NetworkMode::allowlist) {
+    // The desk's way out is its proxy, whatever deskd's own environment said.
+    std::erase_if(spec.environment, is_proxy_variable);
+    for (auto& entry : egress_proxy_environment()) spec.environment.push_back(std::move(entry));
+  }
   if (!problems.empty()) {
     std::string what = "The sandbox settings are not valid: ";
     for (std::size_t index = 0; index < problems.size(); ++index) {

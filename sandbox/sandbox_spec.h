@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,12 +15,23 @@
 
 #include "base/result.h"
 #include "policy/confinement.h"
+#include "sandbox/egress_relay.h"
 #include "sandbox/host_view.h"
 
 namespace deskd::sandbox {
 
-/// Whether the sandbox gets its own network (only `lo`) or shares the host's.
-enum class NetworkMode { none, host };
+/// Whether the sandbox gets its own network (only `lo`), shares the host's, or gets its own
+/// with only `lo` plus deskd's egress proxy on it, which reaches the allowed hosts only
+/// (sandbox/egress_relay.h).
+enum class NetworkMode { none, host, allowlist };
+
+/// What one desk may spend through its egress proxy (network = "allowlist").
+struct EgressLimits {
+  std::uint64_t connections = 32;                       ///< open at once
+  std::uint64_t bytes = std::uint64_t{4} << 30;         ///< both ways, since the desk started
+
+  bool operator==(const EgressLimits&) const = default;
+};
 
 /// The bounds SandboxSpecBuilder holds the limits to; the config reads its keys against the
 /// same, so `deskd check` names a bad value before any sandbox is built.
@@ -63,6 +75,9 @@ inline constexpr std::uint64_t kDefaultDiskQuotaBytes = std::uint64_t{1024} << 2
 
 struct SandboxSettings {
   NetworkMode network = NetworkMode::none;
+  /// network = "allowlist": the config's allowed_hosts (policy/egress_allowlist.h), as written.
+  std::vector<std::string> allowed_hosts{};
+  EgressLimits egress{};
   HostView host_view = HostView::minimal;
   std::optional<std::uint64_t> memory_bytes;
   std::optional<std::uint64_t> processes;
@@ -95,6 +110,9 @@ struct SandboxSpec {
   /// Folders covered by an empty tmpfs so that no host Unix socket in them is reachable.
   std::vector<std::filesystem::path> runtime_directories{};
   NetworkMode network = NetworkMode::none;
+  /// network = "allowlist": where each launch gets its relay to deskd's egress proxy. A
+  /// launch without one fails closed. Set by whoever runs the proxy (runner/egress/).
+  std::shared_ptr<EgressRelaySource> egress{};
   HostView host_view = HostView::minimal;
   /// Shown read-only in the minimal view, resolved, at the same paths as on the host.
   std::vector<std::filesystem::path> read_only_paths{};

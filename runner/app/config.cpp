@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "base/unique_fd.h"
+#include "policy/egress_allowlist.h"
 #include "runner/app/config_confinement.h"
 #include "runner/app/config_reader.h"
 #include "runner/app/config_values.h"
@@ -275,12 +276,31 @@ void read_model(TableReader& reader, ModelConfig& model, LoadContext& context) {
 }
 
 void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& places, LoadContext& context) {
-  if (auto network = reader.choice("network", {"none", "host"})) {
-    sandbox.network = *network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
+  if (auto network = reader.choice("network", {"none", "host", "allowlist"})) {
+    sandbox.network = *network == "host"        ? sandbox::NetworkMode::host
+                      : *network == "allowlist" ? sandbox::NetworkMode::allowlist
+                                                : sandbox::NetworkMode::none;
   }
   // The bounds of sandbox::SandboxSpecBuilder, so `deskd check` finds a bad value first.
   namespace bounds = sandbox::limit_bounds;
   constexpr std::int64_t kMaximumMebibytes = std::int64_t{1} << 40;
+  // A desk's list replaces [sandbox]'s: what a desk may reach is its own grant.
+  if (auto entries = reader.strings("allowed_hosts")) {
+    sandbox.allowed_hosts.clear();
+    for (auto& [entry, node] : *entries) {
+      if (auto pattern = policy::parse_host_pattern(entry); !pattern.ok()) {
+        reader.problem(*node, "'allowed_hosts': " + pattern.error().what);
+      } else {
+        sandbox.allowed_hosts.push_back(std::move(entry));
+      }
+    }
+  }
+  if (auto connections = reader.whole("egress_connections", 1, 4096)) {
+    sandbox.egress.connections = static_cast<std::uint64_t>(*connections);
+  }
+  if (auto megabytes = reader.whole("egress_mb", 1, kMaximumMebibytes)) {
+    sandbox.egress.bytes = static_cast<std::uint64_t>(*megabytes) << 20;
+  }
   if (auto megabytes =
           reader.whole("memory_mb", static_cast<std::int64_t>(bounds::kMinimumMemoryMebibytes), kMaximumMebibytes)) {
     sandbox.memory_bytes = static_cast<std::uint64_t>(*megabytes) << 20;

@@ -216,7 +216,7 @@ Result<control::DeskStatus> Daemon::status(const std::string& desk_name) const {
   auto found = slots_.find(desk_name);
   if (found == slots_.end()) return unknown_desk(desk_name);
   const Slot& slot = *found->second;
-  control::DeskStatus status{desk_summary(slot), {}};
+  control::DeskStatus status{desk_summary(slot), egress::describe_network(slot.config.sandbox), {}};
   if (!slot.desk) return status;
   control::DeskStatus::Details details;
   details.usage = slot.desk->usage_tracker->describe();

@@ -10,6 +10,7 @@
 #include "runner/app/desk_ids.h"
 #include "runner/app/model_factory.h"
 #include "runner/app/sandbox_options.h"
+#include "runner/egress/egress_proxy.h"
 #include "runner/model/model_turn_runner.h"
 #include "runner/model/script_provider.h"
 #include "runner/model/subagent_tool.h"
@@ -103,6 +104,14 @@ void add_subagent_tool(boost::asio::any_io_executor executor, const DeskConfig& 
 
 }  // namespace
 
+egress::RefusalSink network_refusal_publisher(desk::EventBus& bus, std::string desk_name) {
+  return [&bus, desk_name = std::move(desk_name)](const egress::EgressRefusal& refusal) {
+    boost::json::object data{{"host", refusal.host}, {"port", refusal.port}, {"why", refusal.why}};
+    if (refusal.unreported_before > 0) data["unreported_before"] = refusal.unreported_before;
+    bus.publish(desk_name, desk::event_kind::kNetworkRefused, std::move(data));
+  };
+}
+
 std::filesystem::path desk_state_folder(const Config& config, const std::string& desk_name) {
   return config.runner.state_folder / "desks" / desk_name;
 }
@@ -129,6 +138,9 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   }
   auto spec = build_desk_sandbox_spec(desk_config.directory, desk_config.hidden_paths, sandbox_settings);
   if (!spec.ok()) return step_failed("building the sandbox", spec.error());
+  auto proxied = egress::attach_egress_proxy(*spec, sandbox_settings, executor,
+                                             network_refusal_publisher(bus, desk_config.name));
+  if (!proxied.ok()) return step_failed("setting up the egress proxy", proxied.error());
   if (sandbox_settings.disk_quota_bytes) {
     // One inode per 16 KiB unless the config says otherwise, as mkfs would for small files.
     const sandbox::DiskQuota quota{*sandbox_settings.disk_quota_bytes,
@@ -190,7 +202,8 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   parts.journal = &*desk->journal;
   parts.subagents = desk->subagents.get();
   parts.tools_text = tools::describe_tool_reach(*registry, tool_settings.sandbox);
-  desk::DeskSettings settings{desk_config.name, desk_config.mode, desk_config.stall_timeout};
+  desk::DeskSettings settings{desk_config.name, desk_config.mode, desk_config.stall_timeout,
+                              egress::describe_network(sandbox_settings)};
   desk->runtime = std::make_unique<desk::DeskRuntime>(executor, settings, bus, runner, clock, parts);
 
   desk::SchedulerSettings schedule_settings{desk_config.name, state / "schedules.json", desk_config.catch_up_window,

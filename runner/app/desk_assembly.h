@@ -22,6 +22,7 @@
 #include "runner/desk/skill_library.h"
 #include "runner/desk/subagent_board.h"
 #include "runner/desk/usage_tracker.h"
+#include "runner/egress/egress_proxy.h"
 #include "runner/tools/proposal_store.h"
 
 namespace deskd::app {
@@ -39,6 +40,10 @@ struct AssembledDesk {
   std::unique_ptr<desk::DeskRuntime> runtime;     ///< lent the parts above: destroyed first
   std::unique_ptr<desk::Scheduler> scheduler;
 };
+
+/// Publishes each refusal of a desk's egress proxy on `bus` as NETWORK_REFUSED (data: host,
+/// port, why). `bus` must outlive the proxy's connections.
+egress::RefusalSink network_refusal_publisher(desk::EventBus& bus, std::string desk_name);
 
 /// The folder that holds a desk's journal, sessions, proposals and usage.
 std::filesystem::path desk_state_folder(const Config& config, const std::string& desk_name);

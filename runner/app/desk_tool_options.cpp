@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "runner/app/cli_values.h"
+#include "runner/egress/egress_proxy.h"
 #include "runner/tools/proposal_store.h"
 
 namespace deskd::app {
@@ -82,6 +83,15 @@ Result<tools::DeskToolSettings> build_desk_tool_settings(const DeskToolOptions& 
   const std::string desk_name = spec.confinement.desk_directory().filename().string();
   return tools::DeskToolSettings{std::move(spec), options.timeout_seconds, options.maximum_output_characters,
                                  desk_name, std::move(proposals)};
+}
+
+Result<void> attach_command_egress(tools::DeskToolSettings& settings, const DeskToolOptions& options,
+                                   boost::asio::any_io_executor executor) {
+  return egress::attach_egress_proxy(settings.sandbox, options.sandbox.settings, std::move(executor),
+                                     [](const egress::EgressRefusal& refusal) {
+                                       std::fprintf(stderr, "deskd: network refused %s:%u: %s\n", refusal.host.c_str(),
+                                                    static_cast<unsigned>(refusal.port), refusal.why.c_str());
+                                     });
 }
 
 int run_until_done(boost::asio::io_context& io, boost::asio::awaitable<int> main, std::function<void()> on_signal) {

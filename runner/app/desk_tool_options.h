@@ -3,6 +3,7 @@
 // folder, sandbox, bash limits, proposals folder), and running a command's coroutine on
 // its event loop with SIGINT/SIGTERM/SIGHUP ending it cleanly.
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
 #include <cstddef>
@@ -40,6 +41,12 @@ Result<bool> take_desk_tool_option(std::span<const std::string_view> arguments, 
 /// The settings for make_desk_tools(). Refuses options without --desk, and whatever
 /// building the sandbox or opening the proposals folder refuses.
 Result<tools::DeskToolSettings> build_desk_tool_settings(const DeskToolOptions& options);
+
+/// For --net allowlist: gives `settings`' sandbox an egress proxy on `executor` that writes
+/// each refusal to standard error ("deskd: network refused HOST:PORT: WHY"). Nothing for
+/// the other modes.
+Result<void> attach_command_egress(tools::DeskToolSettings& settings, const DeskToolOptions& options,
+                                   boost::asio::any_io_executor executor);
 
 /// Runs `main` on `io` until it ends, and returns the status it returns. The first SIGINT,
 /// SIGTERM or SIGHUP calls `on_signal` (which should make `main` end soon) and makes the

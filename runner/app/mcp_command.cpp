@@ -98,6 +98,9 @@ int run_mcp_command(std::span<const std::string_view> arguments) {
   }
 
   boost::asio::io_context io;
+  if (auto proxied = attach_command_egress(*settings, options, io.get_executor()); !proxied.ok()) {
+    return usage_error(proxied.error().what);
+  }
   tools::ToolRegistry registry = tools::make_desk_tools(io.get_executor(), std::move(*settings));
   tools::McpServer server(registry, tools::McpServerInfo{"deskd", DESKD_VERSION}, progress_interval);
   auto serve = [&]() -> boost::asio::awaitable<int> {

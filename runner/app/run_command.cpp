@@ -133,6 +133,9 @@ int run_run_command(std::span<const std::string_view> arguments) {
   settings->desk_name = desk_name;
   SystemClock clock;
   asio::io_context io;
+  if (auto proxied = attach_command_egress(*settings, options, io.get_executor()); !proxied.ok()) {
+    return setup_error(proxied.error().what);
+  }
   auto registry = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(io.get_executor(), *settings));
   desk::SessionKeeper keeper(state / "sessions", clock);
   auto runner = std::make_shared<model::ModelTurnRunner>(

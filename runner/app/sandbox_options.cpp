@@ -1,6 +1,7 @@
 #include "runner/app/sandbox_options.h"
 
 #include "policy/confinement.h"
+#include "policy/egress_allowlist.h"
 #include "runner/app/cli_values.h"
 #include "sandbox/desk_preparation.h"
 
@@ -8,7 +9,11 @@ namespace deskd::app {
 
 const char* const kSandboxOptionsHelp =
     "  --hide PATH         hide a file or folder from the sandbox (repeatable)\n"
-    "  --net none|host     no network but loopback (default), or the host's network\n"
+    "  --net none|host|allowlist  no network but loopback (default), the host's network, or\n"
+    "                      only the hosts --allow names, through deskd's egress proxy (not\n"
+    "                      for `deskd sandbox`, which runs no proxy)\n"
+    "  --allow PATTERN     a host the allowlist network may reach: name, *.name, either with\n"
+    "                      :PORT, or an address or subnet (repeatable; see deskd.toml(5))\n"
     "  --memory SIZE       memory limit, e.g. 512M (address space without cgroups)\n"
     "  --pids N            process limit (default 1024)\n"
     "  --file-size SIZE    largest file the sandbox may write (default 4G)\n"
@@ -26,7 +31,7 @@ namespace {
 Error usage(std::string message) { return Error::make(ErrorCode::invalid_argument, std::move(message)); }
 
 bool is_sandbox_option(std::string_view argument) {
-  for (const char* option : {"--desk", "--hide", "--env", "--hostname", "--net", "--memory", "--file-size",
+  for (const char* option : {"--desk", "--hide", "--env", "--hostname", "--net", "--allow", "--memory", "--file-size",
                              "--pids", "--open-files", "--uid", "--gid", "--read-only", "--host-view"}) {
     if (argument == option) return true;
   }
@@ -52,7 +57,11 @@ Result<bool> take_sandbox_option(std::span<const std::string_view> arguments, st
   else if (argument == "--net") {
     if (value == "none") settings.network = sandbox::NetworkMode::none;
     else if (value == "host") settings.network = sandbox::NetworkMode::host;
-    else return usage("--net must be none or host, not '" + shown + "'.");
+    else if (value == "allowlist") settings.network = sandbox::NetworkMode::allowlist;
+    else return usage("--net must be none, host or allowlist, not '" + shown + "'.");
+  } else if (argument == "--allow") {
+    if (auto pattern = policy::parse_host_pattern(value); !pattern.ok()) return usage("--allow: " + pattern.error().what + ".");
+    settings.allowed_hosts.push_back(shown);
   } else if (argument == "--host-view") {
     if (value == "minimal") settings.host_view = sandbox::HostView::minimal;
     else if (value == "full") settings.host_view = sandbox::HostView::full;

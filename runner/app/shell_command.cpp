@@ -167,6 +167,9 @@ int run_shell_command(std::span<const std::string_view> arguments) {
   }
 
   asio::io_context io;
+  if (auto proxied = attach_command_egress(*settings, options, io.get_executor()); !proxied.ok()) {
+    return usage_error(proxied.error().what);
+  }
   const std::size_t maximum_line_bytes = json_lines ? tools::McpServer::kMaximumMessageBytes : kMaximumCommandBytes;
   tools::LineReader reader(io.get_executor(), std::move(input), maximum_line_bytes);
   tools::LineWriter writer(io.get_executor(), std::move(output));

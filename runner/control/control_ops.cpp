@@ -35,6 +35,7 @@ json::array summaries_reply(const std::vector<DeskSummary>& desks) {
 
 json::object status_reply(const DeskStatus& status) {
   json::object object = summary_reply(status.summary);
+  if (!status.network.empty()) object["network"] = status.network;
   if (!status.details) return object;
   object["usage"] = status.details->usage;
   json::array schedules;

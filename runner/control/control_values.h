@@ -31,6 +31,7 @@ struct DeskSummary {
 /// One desk's status: its summary, and for an assembled desk what it is up to.
 struct DeskStatus {
   DeskSummary summary;
+  std::string network;  ///< the sandbox's network: its mode, and the allowlist when it has one
   struct Schedule {
     std::string name;
     std::optional<std::string> next;  ///< its next firing, India time; none when it never fires

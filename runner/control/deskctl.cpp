@@ -112,7 +112,8 @@ void print_status(const json::object& status) {
     print_desks(desks->as_array());
     return;
   }
-  for (const char* key : {"name", "state", "mode", "paused", "queued", "model", "directory", "open_proposals", "error"}) {
+  for (const char* key : {"name", "state", "mode", "paused", "queued", "model", "directory", "network", "open_proposals",
+                          "error"}) {
     if (status.contains(key)) std::printf("%-15s %s\n", (std::string(key) + ":").c_str(), text_of(status, key).c_str());
   }
   if (const json::value* schedules = status.if_contains("schedules"); schedules != nullptr && schedules->is_array()) {

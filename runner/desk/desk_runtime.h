@@ -53,6 +53,9 @@ struct DeskSettings {
   std::string mode = "dry_run";  ///< "dry_run" or "live", reported by /status
   /// A turn with no model output and no tool event for this long is ended as stalled.
   std::chrono::milliseconds stall_timeout = std::chrono::minutes(5);
+  /// The sandbox's network as /status reports it ("none (loopback only)", "allowlist ...");
+  /// empty: not reported.
+  std::string network = {};
 };
 
 /// The optional parts a desk may have; every pointer may be null.

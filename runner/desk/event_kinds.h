@@ -61,6 +61,9 @@ enum class EventLogLevel { debug, info, warn };
   KIND(kScheduleMissed,         "SCHEDULE_MISSED",           daemon, warn,  "{at}schedule {schedule} missed: {reason}", "") \
   /* checked_until could not be saved: after a restart a firing may be missed or run twice. */ \
   KIND(kScheduleStateNotSaved,  "SCHEDULE_STATE_NOT_SAVED",  daemon, warn,  "{at}the schedule state could not be saved: {reason}", "") \
+  /* The desk's egress proxy refused a request (data: host, port, why; unreported_before when \
+     the rate limit held some back). Published by the proxy outside the runtime. */ \
+  KIND(kNetworkRefused,         "NETWORK_REFUSED",           daemon, warn,  "{at}network refused {host}:{port}: {why}", "") \
   KIND(kProposalAccepted,       "PROPOSAL_ACCEPTED",         daemon, info,  "{at}proposal {proposal} accepted by {by} ({path})", "") \
   KIND(kProposalRejected,       "PROPOSAL_REJECTED",         daemon, info,  "{at}proposal {proposal} rejected by {by} ({path})", "") \
   KIND(kProposalRefused,        "PROPOSAL_REFUSED",          daemon, warn,  "{at}proposal {proposal} refused: {error}", "") \

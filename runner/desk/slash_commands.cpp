@@ -54,6 +54,7 @@ std::string status_text(DeskCore& core) {
   if (core.inbox.size() > 0) text += ", " + std::to_string(core.inbox.size()) + " steering message(s) for the running turn";
   text += "\nSession: " + (core.parts.session_keeper ? core.parts.session_keeper->session().id : std::string("none kept"));
   text += "\nMode: " + core.settings.mode;
+  if (!core.settings.network.empty()) text += "\nNetwork: " + core.settings.network;
   text += std::string("\nPaused: ") + (core.paused ? "yes" : "no");
   text += "\n" + (core.parts.usage_tracker ? core.parts.usage_tracker->describe() : std::string("Usage today: not tracked"));
   return text;

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "egress_forwarder.h"
 #include "init_protocol.h"
 
 static volatile pid_t command_pid = 0;
@@ -139,6 +140,14 @@ static _Noreturn void execute_command(const struct spec *spec, int report_fd) {
 }
 
 static _Noreturn void run(const struct spec *spec, int report_fd) {
+  /* The desk's proxy listens before the command starts, so its first request finds it. */
+  if (spec->header.egress_relay_fd >= 0) {
+    const char *step = "start the egress forwarder";
+    if (spec->header.egress_port == 0 || spec->header.egress_port > 65535 ||
+        deskd_start_egress_forwarder(spec->header.egress_relay_fd, (uint16_t)spec->header.egress_port, &step) != 0) {
+      fail(report_fd, errno, step, 125);
+    }
+  }
   /* The command's child closes the report pipe by executing; the init must not hold it. */
   if (fcntl(report_fd, F_SETFD, FD_CLOEXEC) != 0) fail(report_fd, errno, "mark the report pipe", 125);
   sigset_t all;

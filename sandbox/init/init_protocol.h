@@ -11,6 +11,8 @@
  *
  * Mode "run": the init forks, its child executes the command, and the init stays behind as
  * pid 1: it forwards termination signals, reaps orphans and exits with the command's status.
+ * With an egress relay (network "allowlist") it first starts the egress forwarder, a child
+ * of its own that the command cannot reach (egress_forwarder.h).
  * Mode "files": the init is the desk's file opener: it answers deskd_file_request messages on
  * descriptor 0 (a SOCK_SEQPACKET socket) with one system call each, made with the desk's
  * identity, mounts, landlock and seccomp, and hands opened descriptors back (SCM_RIGHTS). */
@@ -33,6 +35,11 @@ struct deskd_init_header {
   uint32_t arguments;
   uint32_t variables;
   uint32_t bytes;
+  /* Mode "run" with network "allowlist": the descriptor of the relay to deskd's egress proxy
+   * (one of the command's descriptors, which the command does not get), and the loopback
+   * port the forwarder listens on (egress_forwarder.h). -1 and 0 otherwise. */
+  int32_t egress_relay_fd;
+  uint32_t egress_port;
 };
 
 /* The largest spec the init accepts, so that a broken one cannot make it allocate without

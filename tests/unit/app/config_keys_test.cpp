@@ -149,5 +149,43 @@ TEST_F(ConfigTest, MaximumSubagentsIsReadAndBounded) {
   EXPECT_THAT(refused[0], ::testing::HasSubstr("'maximum_subagents' must be at most 16"));
 }
 
+TEST_F(ConfigTest, TheAllowlistNetworkReadsItsHostsAndLimitsAndADeskListReplacesTheDefault) {
+  const Config config = valid(R"([sandbox]
+network = "allowlist"
+allowed_hosts = ["api.kite.trade:443", "*.nseindia.com", "10.20.0.0/16"]
+egress_connections = 8
+egress_mb = 256
+[[desk]]
+name = "alpha"
+directory = "desks/alpha"
+[desk.sandbox]
+allowed_hosts = ["data.example.com"]
+[[desk]]
+name = "beta"
+directory = "desks/beta"
+)");
+  EXPECT_EQ(config.sandbox.network, sandbox::NetworkMode::allowlist);
+  EXPECT_EQ(config.sandbox.egress.connections, 8u);
+  EXPECT_EQ(config.sandbox.egress.bytes, std::uint64_t{256} << 20);
+  ASSERT_EQ(config.desks.size(), 2u);
+  EXPECT_THAT(config.desks[0].sandbox.allowed_hosts, ElementsAre("data.example.com"));
+  EXPECT_EQ(config.desks[0].sandbox.network, sandbox::NetworkMode::allowlist);
+  EXPECT_THAT(config.desks[1].sandbox.allowed_hosts, ElementsAre("api.kite.trade:443", "*.nseindia.com", "10.20.0.0/16"));
+}
+
+TEST_F(ConfigTest, ABadHostPatternIsReportedAtItsOwnLineAndColumn) {
+  auto load = parse(std::string(R"([sandbox]
+network = "allowlist"
+allowed_hosts = ["api.kite.trade",
+                 "*.com", "ok.example.com:99999"]
+egress_connections = 0
+)") + kAlpha);
+  EXPECT_THAT(problems(load),
+              ElementsAre("4:18: 'allowed_hosts': '*.com' is not a host pattern: a wildcard needs at least two labels after '*.'",
+                          "4:27: 'allowed_hosts': 'ok.example.com:99999' is not a host pattern: the port must be a number "
+                          "from 1 to 65535",
+                          "5:22: 'egress_connections' must be at least 1"));
+}
+
 }  // namespace
 }  // namespace deskd::app

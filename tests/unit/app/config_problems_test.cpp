@@ -119,7 +119,7 @@ compaction_share = 1.5
               ElementsAre("2:13: 'log_level' must be one of trace, debug, info, warn, error, not 'loud'",
                           "4:12: 'provider' must be one of script, anthropic, openai, not 'gemini'",
                           "5:20: 'compaction_share' must be more than 0", "6:15: 'temperature' must be at least 0",
-                          "8:11: 'network' must be one of none, host, not 'bridge'",
+                          "8:11: 'network' must be one of none, host, allowlist, not 'bridge'",
                           "9:13: 'memory_mb' must be at least 16", "10:13: 'processes' must be at least 2",
                           "14:8: 'mode' must be one of dry_run, live, not 'paper'",
                           "15:19: 'timeout_seconds' must be more than 0", "16:20: 'catch_up_minutes' must be at least 0",

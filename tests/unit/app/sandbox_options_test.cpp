@@ -64,7 +64,7 @@ TEST(SandboxOptionsTest, ARelativeHiddenPathStartsAtTheCurrentFolder) {
 TEST(SandboxOptionsTest, RefusesMissingAndMalformedValues) {
   SandboxOptions options;
   EXPECT_EQ(take_sandbox({"--desk"}, options), "--desk needs a value.");
-  EXPECT_EQ(take_sandbox({"--net", "wifi"}, options), "--net must be none or host, not 'wifi'.");
+  EXPECT_EQ(take_sandbox({"--net", "wifi"}, options), "--net must be none, host or allowlist, not 'wifi'.");
   EXPECT_EQ(take_sandbox({"--memory", "lots"}, options), "--memory needs a size such as 512M, not 'lots'.");
   EXPECT_EQ(take_sandbox({"--pids", "-1"}, options), "--pids needs a number, not '-1'.");
   EXPECT_EQ(take_sandbox({"--uid", "root"}, options), "--uid needs a host id, not 'root'.");
@@ -134,6 +134,14 @@ TEST(DeskToolOptionsTest, RefusesAProposalsFolderTheDeskCanWrite) {
   EXPECT_TRUE(std::filesystem::is_directory(*options.proposals_folder));
   std::filesystem::remove_all(*options.proposals_folder);
   std::filesystem::remove_all(desk);
+}
+
+TEST(SandboxOptionsTest, TheAllowlistNetworkTakesItsHostsAndRefusesABadOne) {
+  SandboxOptions options;
+  EXPECT_EQ(take_sandbox({"--net", "allowlist", "--allow", "api.example.com:443", "--allow", "*.example.org"}, options), "");
+  EXPECT_EQ(options.settings.network, sandbox::NetworkMode::allowlist);
+  EXPECT_EQ(options.settings.allowed_hosts, (std::vector<std::string>{"api.example.com:443", "*.example.org"}));
+  EXPECT_THAT(take_sandbox({"--allow", "*"}, options), HasSubstr("--allow: '*' is not a host pattern"));
 }
 
 }  // namespace

@@ -1,14 +1,20 @@
 // The launcher from a multithreaded process, as deskd is: between clone and exec the
 // child must not use glibc calls that coordinate with other threads (setgroups and
-// setres[ug]id do, and would wait forever for threads the child does not have).
+// setres[ug]id do, and would wait forever for threads the child does not have). And the
+// egress relay of network = "allowlist": it reaches the forwarder, never the command.
 
 #include "sandbox/launcher.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -70,6 +76,80 @@ TEST(LauncherTest, ReportsAMissingCommandAndSetupFailures) {
   EXPECT_EQ(exit_status_for_launch_error(broken.error()), kSetupFailedStatus);
   EXPECT_NE(broken.error().what.find("enter the desk folder"), std::string::npos) << broken.error().what;
   EXPECT_NE(broken.error().what.find((root / "gone").native()), std::string::npos) << broken.error().what;
+  fs::remove_all(root);
+}
+
+// A relay source that keeps deskd's end, as the egress proxy would, to read what the
+// sandbox's forwarder hands over.
+class KeptRelay final : public EgressRelaySource {
+ public:
+  Result<UniqueFd> open_relay() override {
+    int ends[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) return Error::from_errno(errno, "socketpair");
+    kept = UniqueFd(ends[0]);
+    return UniqueFd(ends[1]);
+  }
+  UniqueFd kept;
+};
+
+fs::path launcher_test_folder() {
+  char pattern[] = "/var/tmp/deskd-launcher-XXXXXX";
+  const fs::path root = ::mkdtemp(pattern);
+  fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  return root;
+}
+
+TEST(LauncherTest, AnAllowlistSandboxWithoutAProxyDoesNotStart) {
+  const fs::path root = launcher_test_folder();
+  auto spec = SandboxSpecBuilder(policy::Confinement::create(root, {}).value()).network(NetworkMode::allowlist).build().value();
+  auto launched = launch_sandboxed(spec, {"/bin/true"});
+  ASSERT_FALSE(launched.ok());
+  EXPECT_NE(launched.error().what.find("needs deskd's egress proxy"), std::string::npos) << launched.error().what;
+  fs::remove_all(root);
+}
+
+TEST(LauncherTest, TheForwarderHandsEachLoopbackConnectionToTheRelayAndTheCommandHoldsNoRelay) {
+  const fs::path root = launcher_test_folder();
+  auto spec = SandboxSpecBuilder(policy::Confinement::create(root, {}).value()).network(NetworkMode::allowlist).build().value();
+  auto relay = std::make_shared<KeptRelay>();
+  spec.egress = relay;
+  int output[2];
+  ASSERT_EQ(::pipe2(output, O_CLOEXEC), 0);
+  // bash's /dev/tcp connects to the forwarder; the command's own descriptors are listed first.
+  auto process = launch_sandboxed(
+      spec,
+      {"/bin/bash", "-c",
+       "ls /proc/self/fd | tr '\\n' ' '; echo; exec 5<>/dev/tcp/127.0.0.1/3128; echo through >&5; read -r -t 20 back <&5; "
+       "echo $back"},
+      StandardStreams{-1, output[1], output[1]});
+  ::close(output[1]);
+  ASSERT_TRUE(process.ok()) << process.error().what;
+  char byte = 0;
+  iovec part{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  ASSERT_EQ(::recvmsg(relay->kept.get(), &message, MSG_CMSG_CLOEXEC), 1);
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  ASSERT_NE(header, nullptr);
+  ASSERT_EQ(header->cmsg_type, SCM_RIGHTS);
+  int connection = -1;
+  std::memcpy(&connection, CMSG_DATA(header), sizeof connection);
+  UniqueFd accepted(connection);
+  char text[64] = {};
+  EXPECT_EQ(::read(accepted.get(), text, sizeof text - 1), 8);
+  EXPECT_STREQ(text, "through\n");
+  ASSERT_EQ(::write(accepted.get(), "back\n", 5), 5);
+  auto status = process->wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(*status, 0);
+  std::string listed(256, '\0');
+  listed.resize(static_cast<std::size_t>(std::max<ssize_t>(0, ::read(output[0], listed.data(), listed.size()))));
+  ::close(output[0]);
+  EXPECT_EQ(listed, "0 1 2 3 \nback\n") << "the command got a descriptor it should not have";
   fs::remove_all(root);
 }
 

@@ -74,6 +74,27 @@ TEST_F(SandboxSpecTest, AllowedVariableReplacesTheBaseOne) {
             1);
 }
 
+TEST_F(SandboxSpecTest, TheAllowlistNetworkPointsEveryProxyVariableAtTheDesksOwnProxy) {
+  ::setenv("HTTPS_PROXY", "http://corporate.example:8080", 1);
+  SandboxSettings settings;
+  settings.network = NetworkMode::allowlist;
+  settings.environment_variables = {"HTTPS_PROXY"};
+  const auto spec = build_sandbox_spec(confinement(), settings);
+  ASSERT_TRUE(spec.ok()) << spec.error().what;
+  const auto& environment = spec->environment;
+  for (const char* entry : {"HTTPS_PROXY=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128",
+                            "HTTP_PROXY=http://127.0.0.1:3128", "http_proxy=http://127.0.0.1:3128",
+                            "ALL_PROXY=http://127.0.0.1:3128", "all_proxy=http://127.0.0.1:3128",
+                            "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1"}) {
+    EXPECT_EQ(std::count(environment.begin(), environment.end(), entry), 1) << entry;
+  }
+  EXPECT_EQ(std::count_if(environment.begin(), environment.end(), [](const std::string& entry) {
+              return entry.find("corporate.example") != std::string::npos;
+            }),
+            0);
+  ::unsetenv("HTTPS_PROXY");
+}
+
 TEST_F(SandboxSpecTest, ExtraHiddenPathsAreResolvedAndMayNotHoldTheDesk) {
   fs::create_symlink(root_ / "secrets", root_ / "link");
   auto spec = SandboxSpecBuilder(confinement()).hide(root_ / "link").build();

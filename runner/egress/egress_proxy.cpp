@@ -1,0 +1,205 @@
+#include "runner/egress/egress_proxy.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "runner/egress/proxy_shared.h"
+
+namespace deskd::egress {
+namespace {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+
+// A connection counted as open for as long as this lives.
+class OpenConnection {
+ public:
+  explicit OpenConnection(std::shared_ptr<ProxyShared> shared) : shared_(std::move(shared)) {}
+  ~OpenConnection() { shared_->open_connections.fetch_sub(1); }
+  OpenConnection(const OpenConnection&) = delete;
+  OpenConnection& operator=(const OpenConnection&) = delete;
+
+ private:
+  std::shared_ptr<ProxyShared> shared_;
+};
+
+awaitable<void> serve_counted(std::shared_ptr<ProxyShared> shared, asio::ip::tcp::socket client) {
+  OpenConnection counted(shared);
+  co_await serve_proxy_connection(shared, std::move(client));
+}
+
+// The refusal a connection over the limit gets, written without waiting: the socket buffer
+// of a fresh connection always has room for one short reply.
+void refuse_at_once(ProxyShared& shared, int fd, const std::string& why) {
+  const std::string body = "deskd refused the connection: " + why + "\n";
+  const std::string reply = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body;
+  (void)::send(fd, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  shared.report("", 0, why);
+}
+
+// One message from the forwarder: one byte and one descriptor. Anything else passed along
+// (more descriptors) is closed: the relay is trusted only to hand over accepted TCP sockets.
+int take_descriptor(int relay_fd, bool& ended) {
+  char byte = 0;
+  iovec part{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  const ssize_t got = ::recvmsg(relay_fd, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) ended = true;
+  if (got <= 0) return -1;
+  int connection = -1;
+  for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr; header = CMSG_NXTHDR(&message, header)) {
+    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t index = 0; index < count; ++index) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(header) + index * sizeof(int), sizeof(int));
+      if (connection < 0) connection = fd;
+      else ::close(fd);
+    }
+  }
+  int type = 0;
+  socklen_t length = sizeof type;
+  if (connection >= 0 && (::getsockopt(connection, SOL_SOCKET, SO_TYPE, &type, &length) != 0 || type != SOCK_STREAM)) {
+    ::close(connection);
+    return -1;
+  }
+  return connection;
+}
+
+awaitable<void> read_relay(std::shared_ptr<ProxyShared> shared, asio::posix::stream_descriptor relay) {
+  for (;;) {
+    auto [waited] = co_await relay.async_wait(asio::posix::stream_descriptor::wait_read, asio::as_tuple(asio::use_awaitable));
+    if (waited) co_return;
+    bool ended = false;
+    const int connection = take_descriptor(relay.native_handle(), ended);
+    if (ended) co_return;  // the sandbox (and its forwarder) is gone
+    if (connection < 0) continue;
+    int domain = AF_INET;
+    socklen_t length = sizeof domain;
+    (void)::getsockopt(connection, SOL_SOCKET, SO_DOMAIN, &domain, &length);
+    if (shared->open_connections.load() >= shared->settings.limits.connections) {
+      refuse_at_once(*shared, connection,
+                     "the desk already has " + std::to_string(shared->settings.limits.connections) +
+                         " connections open (egress_connections)");
+      ::close(connection);
+      continue;
+    }
+    asio::ip::tcp::socket client(shared->executor);
+    boost::system::error_code error;
+    client.assign(domain == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), connection, error);
+    if (error) {
+      ::close(connection);
+      continue;
+    }
+    shared->open_connections.fetch_add(1);
+    asio::co_spawn(shared->executor, serve_counted(shared, std::move(client)), asio::detached);
+  }
+}
+
+class EgressProxy final : public sandbox::EgressRelaySource {
+ public:
+  explicit EgressProxy(std::shared_ptr<ProxyShared> shared) : shared_(std::move(shared)) {}
+
+  Result<UniqueFd> open_relay() override {
+    int ends[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) {
+      return Error::from_errno(errno, "socketpair for the egress relay");
+    }
+    UniqueFd sandbox_end(ends[1]);
+    // Asio 1.81 has no seq_packet socket; a descriptor waited on for readability is all the
+    // relay needs (recvmsg reads it, with the passed descriptor).
+    asio::posix::stream_descriptor relay(shared_->executor);
+    boost::system::error_code error;
+    relay.assign(ends[0], error);
+    if (error) {
+      ::close(ends[0]);
+      return Error::make(ErrorCode::system, "taking the egress relay: " + error.message());
+    }
+    // co_spawn posts: safe from the launching thread.
+    asio::co_spawn(shared_->executor, read_relay(shared_, std::move(relay)), asio::detached);
+    return sandbox_end;
+  }
+
+ private:
+  std::shared_ptr<ProxyShared> shared_;
+};
+
+}  // namespace
+
+void ProxyShared::report(std::string host, std::uint16_t port, std::string why) {
+  std::uint64_t unreported = 0;
+  {
+    const std::lock_guard lock(report_mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - window_start_ >= std::chrono::minutes(1)) {
+      window_start_ = now;
+      reports_in_window_ = 0;
+    }
+    if (reports_in_window_ >= kRefusalReportsPerMinute) {
+      ++unreported_;
+      return;
+    }
+    ++reports_in_window_;
+    unreported = unreported_;
+    unreported_ = 0;
+  }
+  if (sink) sink(EgressRefusal{std::move(host), port, std::move(why), unreported});
+}
+
+bool ProxyShared::charge(std::uint64_t bytes) {
+  return bytes_used.fetch_add(bytes) + bytes <= settings.limits.bytes;
+}
+
+std::shared_ptr<sandbox::EgressRelaySource> make_egress_proxy(asio::any_io_executor executor, EgressSettings settings,
+                                                              RefusalSink sink) {
+  auto shared = std::make_shared<ProxyShared>();
+  shared->executor = std::move(executor);
+  shared->settings = std::move(settings);
+  shared->sink = std::move(sink);
+  return std::make_shared<EgressProxy>(std::move(shared));
+}
+
+Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, const sandbox::SandboxSettings& settings,
+                                 asio::any_io_executor executor, RefusalSink sink) {
+  if (settings.network != sandbox::NetworkMode::allowlist) return success();
+  auto allowlist = policy::EgressAllowlist::parse(settings.allowed_hosts);
+  if (!allowlist.ok()) return Error::make(ErrorCode::invalid_argument, "allowed_hosts: " + allowlist.error().what);
+  EgressSettings egress{std::move(allowlist).value(), settings.egress};
+  spec.egress = make_egress_proxy(std::move(executor), std::move(egress), std::move(sink));
+  return success();
+}
+
+std::string describe_network(const sandbox::SandboxSettings& settings) {
+  switch (settings.network) {
+    case sandbox::NetworkMode::none:
+      return "none (loopback only)";
+    case sandbox::NetworkMode::host:
+      return "host (the host's whole network)";
+    case sandbox::NetworkMode::allowlist:
+      break;
+  }
+  std::string text = "allowlist (through deskd's proxy):";
+  if (settings.allowed_hosts.empty()) return text + " nothing allowed";
+  for (std::size_t index = 0; index < settings.allowed_hosts.size(); ++index) {
+    text += (index == 0 ? " " : ", ") + settings.allowed_hosts[index];
+  }
+  return text;
+}
+
+}  // namespace deskd::egress

@@ -1,0 +1,67 @@
+#pragma once
+// The egress proxy of one desk with network = "allowlist": deskd's end of the relay its
+// sandbox's forwarder hands connections over (sandbox/egress_relay.h). On each connection it
+// reads one HTTP proxy request (CONNECT, or a plain http:// request), and
+//   - refuses a host that allowed_hosts does not name,
+//   - resolves the name itself (Asio's resolver: getaddrinfo off the event loop), keeps only
+//     addresses that are public or named explicitly, and connects to exactly those (the
+//     address checked is the address used: a rebinding resolver gains nothing),
+//   - answers 200 and passes the tunnel's bytes through untouched (no TLS interception), or
+//     forwards the plain request in origin form with "Connection: close",
+//   - bounds what the desk can spend: connections open at once and bytes in all.
+// Every refusal gets "403 Forbidden" with a one-line reason, and is reported to the sink
+// (deskd serve: a NETWORK_REFUSED event), at most kRefusalReportsPerMinute a minute.
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/result.h"
+#include "policy/egress_allowlist.h"
+#include "sandbox/sandbox_spec.h"
+
+namespace deskd::egress {
+
+/// One refused request: what was asked for and why it was refused (a short phrase such as
+/// "not in allowed_hosts" or "resolves to 10.0.0.5, a private address").
+struct EgressRefusal {
+  std::string host;
+  std::uint16_t port = 0;
+  std::string why;
+  std::uint64_t unreported_before = 0;  ///< refusals not reported since the last report (rate limit)
+};
+
+using RefusalSink = std::function<void(const EgressRefusal&)>;
+
+/// How many refusals a minute reach the sink; the rest are counted in the next report.
+inline constexpr std::uint64_t kRefusalReportsPerMinute = 60;
+
+struct EgressSettings {
+  policy::EgressAllowlist allowlist;
+  sandbox::EgressLimits limits{};
+  std::chrono::milliseconds head_timeout{30'000};     ///< to send the request head
+  std::chrono::milliseconds resolve_timeout{10'000};
+  std::chrono::milliseconds connect_timeout{10'000};  ///< per address tried
+};
+
+/// The largest request head the proxy reads (request line and headers).
+inline constexpr std::size_t kMaximumRequestHeadBytes = 16 * 1024;
+
+/// A desk's proxy, as the relay source of its sandbox spec. Its coroutines run on
+/// `executor`; `sink` is called there.
+std::shared_ptr<sandbox::EgressRelaySource> make_egress_proxy(boost::asio::any_io_executor executor,
+                                                              EgressSettings settings, RefusalSink sink);
+
+/// For network = "allowlist": parses `settings.allowed_hosts` and gives `spec` a proxy on
+/// `executor` reporting to `sink`. Does nothing for the other modes. Refuses a bad pattern.
+Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, const sandbox::SandboxSettings& settings,
+                                 boost::asio::any_io_executor executor, RefusalSink sink);
+
+/// "allowlist: api.example.com, *.example.org" (or "none", "host"), for /status.
+std::string describe_network(const sandbox::SandboxSettings& settings);
+
+}  // namespace deskd::egress

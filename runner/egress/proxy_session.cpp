@@ -1,0 +1,221 @@
+// One connection of a desk's egress proxy: the request head, the checks, the connection to
+// the origin and the relay of bytes both ways (see egress_proxy.h for the rules).
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "policy/egress_allowlist.h"
+#include "runner/egress/byte_relay.h"
+#include "runner/egress/proxy_request.h"
+#include "runner/egress/proxy_shared.h"
+
+namespace deskd::egress {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using asio::awaitable;
+using asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+std::string reply(int status, std::string_view reason, const std::string& body) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
+         "\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size() + 1) +
+         "\r\n\r\n" + body + "\n";
+}
+
+awaitable<void> send_and_close(tcp::socket& client, const std::string& text) {
+  (void)co_await asio::async_write(client, asio::buffer(text), kTuple);
+  boost::system::error_code ignored;
+  client.shutdown(tcp::socket::shutdown_send, ignored);
+  client.close(ignored);
+}
+
+std::string shown(const ProxyTarget& target) {
+  const bool v6 = target.host.find(':') != std::string::npos;
+  return (v6 ? "[" + target.host + "]" : target.host) + ":" + std::to_string(target.port);
+}
+
+awaitable<void> refuse(ProxyShared& shared, tcp::socket& client, const ProxyTarget& target, const std::string& why) {
+  shared.report(target.host, target.port, why);
+  co_await send_and_close(client, reply(403, "Forbidden", "deskd refused " + shown(target) + ": " + why));
+}
+
+// Waits `timeout` unless cancelled first; used with || to bound an operation.
+awaitable<void> expire_after(std::chrono::milliseconds timeout) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, timeout);
+  (void)co_await timer.async_wait(kTuple);
+}
+
+policy::NetworkAddress network_address(const asio::ip::address& address) {
+  policy::NetworkAddress converted;
+  if (address.is_v4()) {
+    const auto bytes = address.to_v4().to_bytes();
+    converted = policy::NetworkAddress::v4({bytes[0], bytes[1], bytes[2], bytes[3]});
+  } else {
+    converted.is_v4 = false;
+    const auto bytes = address.to_v6().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), converted.bytes.begin());
+  }
+  return converted;
+}
+
+struct Destinations {
+  std::vector<tcp::endpoint> allowed;  // in the resolver's order, each checked
+  std::string refused_why;             // why the first refused one was refused
+  std::string failure;                 // resolution failed: why (no refusal)
+};
+
+awaitable<Destinations> resolve_and_check(ProxyShared& shared, const ProxyTarget& target) {
+  Destinations destinations;
+  std::vector<tcp::endpoint> candidates;
+  boost::system::error_code parse_error;
+  const auto literal = asio::ip::make_address(target.host, parse_error);
+  if (!parse_error) {
+    candidates.emplace_back(literal, target.port);
+  } else {
+    tcp::resolver resolver(shared.executor);
+    auto outcome = co_await (resolver.async_resolve(target.host, std::to_string(target.port),
+                                                    tcp::resolver::numeric_service, kTuple) ||
+                             expire_after(shared.settings.resolve_timeout));
+    if (outcome.index() == 1) {
+      destinations.failure = "resolving " + target.host + " took too long";
+      co_return destinations;
+    }
+    auto [error, results] = std::get<0>(std::move(outcome));
+    if (error) {
+      destinations.failure = "resolving " + target.host + " failed: " + error.message();
+      co_return destinations;
+    }
+    for (const auto& entry : results) candidates.push_back(entry.endpoint());
+  }
+  for (const auto& candidate : candidates) {
+    const auto address = network_address(candidate.address());
+    if (auto why = policy::refused_destination(shared.settings.allowlist, address, target.port)) {
+      if (destinations.refused_why.empty()) {
+        const std::string kind = (why->front() == 'u' ? "an " : "a ") + *why + " address";
+        destinations.refused_why = (parse_error ? "resolves to " + address.text() + ", " + kind
+                                                : address.text() + " is " + kind) +
+                                   " (name it in allowed_hosts to allow it)";
+      }
+      continue;
+    }
+    if (std::find(destinations.allowed.begin(), destinations.allowed.end(), candidate) == destinations.allowed.end()) {
+      destinations.allowed.push_back(candidate);
+    }
+  }
+  co_return destinations;
+}
+
+// Connects to the first of `allowed` that answers: exactly the endpoints that were checked.
+awaitable<std::optional<tcp::socket>> connect_checked(ProxyShared& shared, const std::vector<tcp::endpoint>& allowed) {
+  for (const auto& endpoint : allowed) {
+    tcp::socket upstream(shared.executor);
+    auto outcome = co_await (upstream.async_connect(endpoint, kTuple) || expire_after(shared.settings.connect_timeout));
+    if (outcome.index() == 0 && !std::get<0>(std::get<0>(outcome))) {
+      co_return std::optional<tcp::socket>(std::move(upstream));
+    }
+  }
+  co_return std::nullopt;
+}
+
+bool is_hop_by_hop(std::string_view name) {
+  for (std::string_view hop : {"connection", "proxy-connection", "keep-alive", "proxy-authorization",
+                               "proxy-authenticate", "te", "trailer", "upgrade", "host"}) {
+    if (boost::beast::iequals(name, hop)) return true;
+  }
+  return false;
+}
+
+// The plain request as the origin gets it: origin-form target, its own Host, no hop-by-hop
+// headers, and "Connection: close" so that one forwarded connection carries one request.
+std::string origin_request_head(const http::request<http::empty_body>& request, const ProxyTarget& target) {
+  std::string head = std::string(request.method_string()) + " " + target.origin_target + " HTTP/" +
+                     std::to_string(request.version() / 10) + "." + std::to_string(request.version() % 10) + "\r\n";
+  head += "Host: " + target.authority + "\r\n";
+  for (const auto& field : request) {
+    if (is_hop_by_hop(field.name_string())) continue;
+    head.append(field.name_string()).append(": ").append(field.value()).append("\r\n");
+  }
+  head += "Connection: close\r\n\r\n";
+  return head;
+}
+
+}  // namespace
+
+awaitable<void> serve_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp::socket client) {
+  boost::beast::flat_buffer buffer(kMaximumRequestHeadBytes);
+  http::request_parser<http::empty_body> parser;
+  parser.header_limit(kMaximumRequestHeadBytes);
+  auto head = co_await (http::async_read_header(client, buffer, parser, kTuple) ||
+                        expire_after(shared->settings.head_timeout));
+  if (head.index() == 1) {
+    co_await send_and_close(client, reply(408, "Request Timeout", "deskd: the request head did not come in time"));
+    co_return;
+  }
+  if (auto [error, ignored] = std::get<0>(head); error) {
+    if (error != http::error::end_of_stream && error != asio::error::eof) {
+      co_await send_and_close(client, reply(400, "Bad Request", "deskd: not an HTTP proxy request (" + error.message() + ")"));
+    }
+    co_return;
+  }
+  const auto& request = parser.get();
+  auto target = parse_proxy_target(request.method_string(), request.target());
+  if (!target.ok()) {
+    co_await send_and_close(client, reply(400, "Bad Request", "deskd: " + target.error().what));
+    co_return;
+  }
+  if (!shared->settings.allowlist.allows_host(target->host, target->port)) {
+    co_await refuse(*shared, client, *target, "not in allowed_hosts");
+    co_return;
+  }
+  if (shared->bytes_used.load() >= shared->settings.limits.bytes) {
+    co_await refuse(*shared, client, *target,
+                    "the desk's egress byte budget (" + std::to_string(shared->settings.limits.bytes >> 20) +
+                        " MiB, egress_mb) is spent");
+    co_return;
+  }
+  const Destinations destinations = co_await resolve_and_check(*shared, *target);
+  if (!destinations.failure.empty()) {
+    co_await send_and_close(client, reply(502, "Bad Gateway", "deskd: " + destinations.failure));
+    co_return;
+  }
+  if (destinations.allowed.empty()) {
+    // Named first: g++ 12 destroys a conditional's temporary twice inside a co_await.
+    std::string why = destinations.refused_why.empty() ? std::string("the name has no address") : destinations.refused_why;
+    co_await refuse(*shared, client, *target, why);
+    co_return;
+  }
+  auto upstream = co_await connect_checked(*shared, destinations.allowed);
+  if (!upstream) {
+    co_await send_and_close(client, reply(502, "Bad Gateway", "deskd: could not connect to " + shown(*target)));
+    co_return;
+  }
+  const std::string opening = target->tunnel ? std::string("HTTP/1.1 200 Connection established\r\n\r\n")
+                                             : origin_request_head(request, *target);
+  auto& opening_socket = target->tunnel ? client : *upstream;
+  if (auto [error, written] = co_await asio::async_write(opening_socket, asio::buffer(opening), kTuple); error) co_return;
+  // What the client sent after the head (a body, or the start of TLS) goes on first.
+  if (buffer.size() > 0) {
+    if (!shared->charge(buffer.size())) co_return;
+    if (auto [error, written] = co_await asio::async_write(*upstream, buffer.data(), kTuple); error) co_return;
+    buffer.consume(buffer.size());
+  }
+  co_await relay_both_ways(*shared, client, *upstream, target->host, target->port);
+}
+
+}  // namespace deskd::egress

@@ -1,0 +1,42 @@
+#pragma once
+// What the connections of one desk's egress proxy share: the settings, the sink, and the
+// counters the limits are checked against. Private to runner/egress/.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "runner/egress/egress_proxy.h"
+
+namespace deskd::egress {
+
+struct ProxyShared {
+  boost::asio::any_io_executor executor;
+  EgressSettings settings;
+  RefusalSink sink;
+  std::atomic<std::uint64_t> open_connections{0};
+  std::atomic<std::uint64_t> bytes_used{0};
+
+  /// Reports a refusal to the sink, within the rate limit.
+  void report(std::string host, std::uint16_t port, std::string why);
+  /// Counts `bytes` against the byte budget; false once it is spent.
+  bool charge(std::uint64_t bytes);
+
+ private:
+  std::mutex report_mutex_;
+  std::chrono::steady_clock::time_point window_start_{};
+  std::uint64_t reports_in_window_ = 0;
+  std::uint64_t unreported_ = 0;
+};
+
+/// Serves one connection the forwarder handed over, to its end.
+boost::asio::awaitable<void> serve_proxy_connection(std::shared_ptr<ProxyShared> shared,
+                                                    boost::asio::ip::tcp::socket client);
+
+}  // namespace deskd::egress
