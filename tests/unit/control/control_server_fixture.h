@@ -33,7 +33,7 @@ class FakeService final : public ControlService {
   bool has_desk(const std::string& name) const override { return name == "a"; }
   std::vector<DeskSummary> desks() const override { return {DeskSummary{"a", "dry_run", "/a", "idle", {}, {}}}; }
   DaemonStatus daemon_status() const override { return DaemonStatus{"2026-11-30T09:14:05+05:30", false, desks()}; }
-  Result<DeskStatus> status(const std::string&) const override { return DeskStatus{desks().front(), {}}; }
+  Result<DeskStatus> status(const std::string&) const override { return DeskStatus{desks().front(), {}, {}}; }
   void send(const std::string&, const std::string& text, const std::string& sender,
             std::function<void(Result<std::string>)> sent) override {
     if (text == "refuse me") return sent(Error::make(ErrorCode::refused, "No."));
