@@ -41,8 +41,8 @@ enum class EventLogLevel { debug, info, warn };
   KIND(kTriggerRedelivered,     "TRIGGER_REDELIVERED",       desk,   warn,  "", "") \
   KIND(kTurnStarted,            "TURN_STARTED",              desk,   info,  "{at}turn started", "") \
   KIND(kTurnFinished,           "TURN_FINISHED",             desk,   info,  "{at}turn finished{cut:given , but its reply was cut (%)}: {reply}", "") \
-  /* A reply cut by a limit before the model finished it (data: reason, max_tokens, continuing). */ \
-  KIND(kModelReplyCut,          "MODEL_REPLY_CUT",           desk,   warn,  "{at}the model's reply was cut ({reason}, max_tokens {max_tokens}){continuing:if ; the model is asked to go on}", "") \
+  /* A reply cut by a limit before the model finished it (data: reason, max_tokens, continuing, limit, advice). */ \
+  KIND(kModelReplyCut,          "MODEL_REPLY_CUT",           desk,   warn,  "{at}the model's reply was cut at {limit}; {advice}", "") \
   KIND(kTurnFailed,             "TURN_FAILED",               desk,   warn,  "{at}turn failed: {error}", "") \
   KIND(kTurnStopped,            "TURN_STOPPED",              desk,   info,  "{at}turn stopped ({reason})", "") \
   KIND(kModelText,              "MODEL_TEXT",                desk,   debug, "{at}{text}", "") \

@@ -207,8 +207,18 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
       if (!cut_reason.empty()) {
         const bool go_on = response.tool_calls.empty() && cut_reason == "max_tokens" &&
                            settings_.continue_after_max_tokens && !continued;
-        context.publish(desk::event_kind::kModelReplyCut,
-                        {{"reason", cut_reason}, {"max_tokens", settings_.max_tokens}, {"continuing", go_on}});
+        // The event's words for deskctl: which limit, and what the user can do about it.
+        const std::string limit = cut_reason == "max_tokens"
+                                      ? "its max_tokens limit (" + std::to_string(settings_.max_tokens) + ")"
+                                      : "the model's context window (" + cut_reason + ")";
+        const std::string advice = go_on                        ? "the model is asked to go on"
+                                   : cut_reason == "max_tokens" ? "raise max_tokens or ask for less"
+                                                                : "/rollover starts a fresh session";
+        context.publish(desk::event_kind::kModelReplyCut, {{"reason", cut_reason},
+                                                           {"max_tokens", settings_.max_tokens},
+                                                           {"continuing", go_on},
+                                                           {"limit", limit},
+                                                           {"advice", advice}});
         if (go_on) {
           continued = true;
           before_the_cut = reply;

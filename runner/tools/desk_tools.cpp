@@ -39,6 +39,15 @@ std::string writable_places(const policy::Confinement& confinement) {
   return text;
 }
 
+std::string network_reach(sandbox::NetworkMode network) {
+  switch (network) {
+    case sandbox::NetworkMode::none: return "none (loopback only)";
+    case sandbox::NetworkMode::host: return "the host's";
+    case sandbox::NetworkMode::allowlist: return "only the allowed hosts, through deskd's proxy (see /status)";
+  }
+  return "unknown";
+}
+
 std::string reach_text(ToolReach reach, const sandbox::SandboxSpec& spec) {
   const policy::Confinement& confinement = spec.confinement;
   switch (reach) {
@@ -46,7 +55,7 @@ std::string reach_text(ToolReach reach, const sandbox::SandboxSpec& spec) {
       return "runs commands in the desk's sandbox: reads " + confinement.desk_directory().native() +
              " and the system folders" + (spec.read_only_paths.empty() ? "" : " and " + joined(spec.read_only_paths)) +
              "; writes only its writable places and its own /tmp; network: " +
-             (spec.network == sandbox::NetworkMode::none ? "none (loopback only)" : "the host's");
+             network_reach(spec.network);
     case ToolReach::reads:
       return "reads inside " + confinement.desk_directory().native() +
              " and what the sandbox shows, never a hidden path";
