@@ -99,7 +99,11 @@ TEST_F(CutReplyTest, AReplyCutAtMaxTokensIsPublishedAndTheOutcomeSaysSo) {
   EXPECT_EQ(outcome.cut_reason, "max_tokens");
   const json::object* cut = context_.find("MODEL_REPLY_CUT");
   ASSERT_NE(cut, nullptr);
-  EXPECT_EQ(*cut, (json::object{{"reason", "max_tokens"}, {"max_tokens", 1000}, {"continuing", false}}));
+  EXPECT_EQ(*cut, (json::object{{"reason", "max_tokens"},
+                                 {"max_tokens", 1000},
+                                 {"continuing", false},
+                                 {"limit", "its max_tokens limit (1000)"},
+                                 {"advice", "raise max_tokens or ask for less"}}));
   EXPECT_EQ(provider_->requests.size(), 1u) << "not continued unless configured";
 
   // The model hears of the cut with the next message, before the user's words.
