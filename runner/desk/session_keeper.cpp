@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "runner/desk/file_saver.h"
 #include "base/random_id.h"
 #include "base/unique_fd.h"
 #include "runner/desk/india_time.h"
@@ -107,9 +108,9 @@ boost::asio::awaitable<std::string> SessionKeeper::roll_over(TurnRunner& runner)
   co_return session_.id;
 }
 
-Result<void> SessionKeeper::save_transcript(boost::json::array transcript) {
+boost::asio::awaitable<Result<void>> SessionKeeper::save_transcript(boost::json::array transcript) {
   session_.transcript = std::move(transcript);
-  return save();
+  co_return co_await save_file_off_loop(folder_ / "current.json", json::serialize(to_json(session_)), "the session");
 }
 
 }  // namespace deskd::desk

@@ -26,8 +26,9 @@ class SessionKeeper {
   bool needs_rollover() const;
   /// Summarises, archives and starts a new session with the summary; returns its id.
   boost::asio::awaitable<std::string> roll_over(TurnRunner& runner);
-  /// Saves the transcript of the current session (after each turn).
-  Result<void> save_transcript(boost::json::array transcript);
+  /// Saves the transcript of the current session (after each turn), writing the file off
+  /// the event loop (save_file_off_loop); the caller's coroutine waits until it is on disk.
+  boost::asio::awaitable<Result<void>> save_transcript(boost::json::array transcript);
 
   const Session& session() const { return session_; }
 

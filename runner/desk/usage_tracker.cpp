@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "base/atomic_file.h"
+#include "runner/desk/file_saver.h"
 #include "base/unique_fd.h"
 #include "runner/desk/model_prices.h"
 
@@ -213,8 +214,7 @@ Result<void> UsageTracker::load() {
   return success();
 }
 
-Result<void> UsageTracker::record(std::string_view model, const std::optional<Usage>& usage) {
-  std::lock_guard lock(mutex_);
+std::string UsageTracker::count(std::string_view model, const std::optional<Usage>& usage) {
   roll_over_if_new_day(india_date(clock_.now()));
   auto found = models_.find(model);
   if (found == models_.end()) found = models_.emplace(std::string(model), ModelUsage{}).first;
@@ -222,17 +222,29 @@ Result<void> UsageTracker::record(std::string_view model, const std::optional<Us
   total.requests += 1;
   if (!usage) {
     total.unreported_requests += 1;
-    return save();
+  } else {
+    total.tokens.input_tokens += usage->input_tokens;
+    total.tokens.output_tokens += usage->output_tokens;
+    total.tokens.cache_read_tokens += usage->cache_read_tokens;
+    total.tokens.cache_write_tokens += usage->cache_write_tokens;
   }
-  total.tokens.input_tokens += usage->input_tokens;
-  total.tokens.output_tokens += usage->output_tokens;
-  total.tokens.cache_read_tokens += usage->cache_read_tokens;
-  total.tokens.cache_write_tokens += usage->cache_write_tokens;
-  return save();
+  return to_json(date_, models_);
 }
 
-Result<void> UsageTracker::save() const {
-  return write_file_atomically(file_, to_json(date_, models_), "today's usage");
+Result<void> UsageTracker::record(std::string_view model, const std::optional<Usage>& usage) {
+  // The write under the lock too: two threads must not share the temporary file.
+  std::lock_guard lock(mutex_);
+  return write_file_atomically(file_, count(model, usage), "today's usage");
+}
+
+// By value: the coroutine starts only when awaited, and may outlive the caller's arguments.
+boost::asio::awaitable<Result<void>> UsageTracker::record_off_loop(std::string model, std::optional<Usage> usage) {
+  std::string contents;
+  {
+    std::lock_guard lock(mutex_);
+    contents = count(model, usage);
+  }
+  co_return co_await save_file_off_loop(file_, std::move(contents), "today's usage");
 }
 
 DailyUsage UsageTracker::today() const {

@@ -3,6 +3,7 @@
 // Only token counts and requests are kept; the cost is worked out from the price table
 // whenever it is asked for, so a corrected price applies to the whole day.
 
+#include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -71,6 +72,9 @@ class UsageTracker {
   /// the request counts, its tokens are unknown (not zero). The count is kept even when
   /// saving fails.
   Result<void> record(std::string_view model, const std::optional<Usage>& usage);
+  /// record(), with the file written off the event loop (save_file_off_loop): what a turn
+  /// uses, so that its save never holds up the daemon's other work.
+  boost::asio::awaitable<Result<void>> record_off_loop(std::string model, std::optional<Usage> usage);
 
   /// Today's usage with costs; empty once the India day has changed.
   DailyUsage today() const;
@@ -83,8 +87,8 @@ class UsageTracker {
  private:
   /// Empties the day if the clock has moved to another India date. Needs mutex_.
   void roll_over_if_new_day(IndiaDate now) const;
-  /// Writes the day to file_ atomically. Needs mutex_.
-  Result<void> save() const;
+  /// Adds the request to today and returns the file's new contents. Needs mutex_.
+  std::string count(std::string_view model, const std::optional<Usage>& usage);
 
   const Clock& clock_;
   const std::filesystem::path file_;

@@ -16,6 +16,7 @@
 
 namespace deskd::model {
 namespace json = boost::json;
+namespace asio = boost::asio;
 using boost::asio::awaitable;
 
 namespace {
@@ -117,11 +118,22 @@ ModelRequest ModelTurnRunner::request(Purpose purpose, json::array messages) con
   return built;
 }
 
+awaitable<void> ModelTurnRunner::save_session() {
+  if (keeper_ != nullptr) (void)co_await keeper_->save_transcript(transcript_);
+}
+
 awaitable<ModelResponse> ModelTurnRunner::ask(ModelRequest built) {
   ModelResponse response = co_await provider_->complete(std::move(built));
   if (usage_ != nullptr) {
     // A server that sent no token counts leaves the request's usage unknown, not zero.
-    (void)usage_->record(response.model, response.usage_reported ? std::optional<desk::Usage>(response.usage) : std::nullopt);
+    std::optional<desk::Usage> reported;
+    if (response.usage_reported) reported = response.usage;
+    // Kept even when the turn is being stopped this moment: the request was made (and paid
+    // for). asio throws at any co_await of a cancelled coroutine unless told not to.
+    const bool throwing = co_await asio::this_coro::throw_if_cancelled();
+    co_await asio::this_coro::throw_if_cancelled(false);
+    (void)co_await usage_->record_off_loop(response.model, reported);
+    co_await asio::this_coro::throw_if_cancelled(throwing);
   }
   ++requests_;
   tokens_ += response.usage.input_tokens + response.usage.output_tokens + response.usage.cache_read_tokens +
@@ -250,15 +262,19 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
     // real one where the tool ran. (A request with a tool call and no result is refused.)
     answer_open_tool_calls(transcript_, std::move(results),
                            "the turn ended before it ran (" + describe_exception(failure) + ")");
-    if (keeper_ != nullptr) (void)keeper_->save_transcript(transcript_);
-    std::rethrow_exception(failure);
   }
+  // What the turn did is saved even when it is being stopped: asio throws at any co_await of
+  // a cancelled coroutine unless told not to, and the save waits for its writer thread.
+  const bool throwing = co_await asio::this_coro::throw_if_cancelled();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  co_await save_session();
+  co_await asio::this_coro::throw_if_cancelled(throwing);
+  if (failure) std::rethrow_exception(failure);
   if (!cut_reason.empty()) {
     // The model learns of the cut with the next message; the user from the turn's outcome.
     cut_note_ = "[deskd: your last reply was cut at " + cut_limit_words(cut_reason, settings_.max_tokens) +
                 "; the user saw it only up to the cut.]";
   }
-  if (keeper_ != nullptr) (void)keeper_->save_transcript(transcript_);
   co_return desk::TurnOutcome{reply, cut_reason};
 }
 

@@ -67,6 +67,8 @@ class ModelTurnRunner final : public desk::TurnRunner {
  private:
   ModelRequest request(Purpose purpose, boost::json::array messages) const;
   boost::asio::awaitable<ModelResponse> ask(ModelRequest request);
+  /// Saves the transcript through the session keeper, when the desk keeps sessions.
+  boost::asio::awaitable<void> save_session();
   /// The next request of a turn, with `context` told of progress and retries.
   boost::asio::awaitable<ModelResponse> ask_for_turn(desk::TurnContext& context);
   /// Summarises the older part of the transcript if `response` says the context is nearly

@@ -3,6 +3,13 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <fstream>
 #include <sstream>
@@ -225,6 +232,41 @@ TEST_F(UsageTrackerTest, RecordsFromSeveralThreadsAddUp) {
   UsageTracker restarted = tracker();
   ASSERT_TRUE(restarted.load().ok());
   EXPECT_EQ(restarted.today().models.at("model-a").tokens, (Usage{40, 80, 0, 0}));
+}
+
+// A turn saves its usage off the event loop (save_file_off_loop) and goes on only once the
+// file is on disk, on its own thread; a turn being stopped still saves, and its next wait
+// still throws.
+TEST_F(UsageTrackerTest, RecordOffLoopSavesBeforeTheTurnGoesOnEvenWhenTheTurnIsBeingStopped) {
+  namespace asio = boost::asio;
+  UsageTracker usage = tracker();
+  asio::io_context io;
+  asio::cancellation_signal stop;
+  bool saved = false;
+  bool on_disk_when_resumed = false;
+  bool resumed_on_the_loop = false;
+  bool next_wait_threw = false;
+  auto turn = [&]() -> asio::awaitable<void> {
+    stop.emit(asio::cancellation_type::terminal);
+    // As ModelTurnRunner::ask does: a turn being stopped keeps the request it made.
+    co_await asio::this_coro::throw_if_cancelled(false);
+    saved = (co_await usage.record_off_loop("model-a", Usage{1, 2, 0, 0})).ok();
+    co_await asio::this_coro::throw_if_cancelled(true);
+    on_disk_when_resumed = read().find("model-a") != std::string::npos;
+    resumed_on_the_loop = io.get_executor().running_in_this_thread();
+    try {
+      co_await asio::post(io, asio::use_awaitable);
+    } catch (const boost::system::system_error&) {
+      next_wait_threw = true;
+    }
+  };
+  asio::co_spawn(io, turn, asio::bind_cancellation_slot(stop.slot(), asio::detached));
+  io.run();
+  EXPECT_TRUE(saved);
+  EXPECT_TRUE(on_disk_when_resumed);
+  EXPECT_TRUE(resumed_on_the_loop);
+  EXPECT_TRUE(next_wait_threw);
+  EXPECT_EQ(usage.today().models.at("model-a").requests, 1u);
 }
 
 }  // namespace

@@ -5,10 +5,15 @@
 
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <stdlib.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "runner/desk/session_keeper.h"
+#include "runner/desk/usage_tracker.h"
 #include "runner/model/script_provider.h"
 #include "runner/tools/tool_registry.h"
 
@@ -37,6 +42,24 @@ class EchoTool final : public tools::Tool {
 
  private:
   std::vector<std::string>& calls_;
+};
+
+// A tool that waits until its turn is stopped (at most a minute).
+class WaitingTool final : public tools::Tool {
+ public:
+  explicit WaitingTool(bool& started) : started_(started) {}
+  std::string_view name() const override { return "wait"; }
+  std::string_view description() const override { return "Waits."; }
+  std::string_view input_schema() const override { return R"({"type":"object"})"; }
+  asio::awaitable<tools::ToolResult> call(const json::object&) override {
+    started_ = true;
+    asio::steady_timer timer(co_await asio::this_coro::executor, std::chrono::minutes(1));
+    co_await timer.async_wait(asio::use_awaitable);
+    co_return tools::ToolResult::success("waited");
+  }
+
+ private:
+  bool& started_;
 };
 
 class RecordingContext final : public desk::TurnContext {
@@ -144,6 +167,49 @@ TEST_F(ModelTurnRunnerTest, ResumingASessionRestoresItsTranscript) {
   desk::Session session{"s-1", "2026-11-30", "yesterday we sold", json::array{json::object{{"role", "user"}, {"content", "old"}}}};
   runner->resume_session(session);
   EXPECT_EQ(runner->transcript().size(), 1u);
+}
+
+// The session and the day's usage are written off the event loop, and a turn stopped in the
+// middle of a tool still leaves both on disk before it ends: the request it made, and its
+// tool call answered.
+TEST_F(ModelTurnRunnerTest, AStoppedTurnStillSavesItsSessionAndUsage) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "deskd-stopped-turn-XXXXXX").native();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const std::filesystem::path root = pattern;
+  SystemClock clock;
+  desk::SessionKeeper keeper(root / "sessions", clock);
+  desk::UsageTracker usage(clock, root / "usage.json", {});
+  auto provider = std::make_shared<ScriptProvider>(
+      ScriptProvider::parse(R"({"steps": [{"tool_calls": [{"name": "wait", "input": {}}]}, {"text": "never"}]})").value());
+  bool started = false;
+  auto registry = std::make_shared<tools::ToolRegistry>();
+  registry->add(std::make_unique<WaitingTool>(started));
+  auto runner = std::make_shared<ModelTurnRunner>(provider, registry, TurnRunnerSettings{"You are a test desk."},
+                                                  &keeper, &usage);
+  ASSERT_TRUE(keeper.start(*runner).ok());
+
+  asio::cancellation_signal stop;
+  std::exception_ptr ended;
+  bool done = false;
+  asio::co_spawn(context_, runner->run_turn("go", turn_),
+                 asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr escaped, desk::TurnOutcome) {
+                   ended = escaped;
+                   done = true;
+                 }));
+  for (int round = 0; round < 500 && !started; ++round) context_.run_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(started);
+  stop.emit(asio::cancellation_type::terminal);
+  for (int round = 0; round < 500 && !done; ++round) context_.run_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(ended);  // the stop ends the turn
+
+  std::ifstream session_file(root / "sessions/current.json");
+  const std::string session((std::istreambuf_iterator<char>(session_file)), {});
+  EXPECT_THAT(session, HasSubstr("tool_result"));
+  std::ifstream usage_file(root / "usage.json");
+  const std::string day((std::istreambuf_iterator<char>(usage_file)), {});
+  EXPECT_THAT(day, HasSubstr("\"requests\":1"));
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
