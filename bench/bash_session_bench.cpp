@@ -328,6 +328,24 @@ void print_flood(const FloodResult& result, const Options& options) {
   std::printf("%sbounded=%s\n", prefix.c_str(), bounded(result, options) ? "yes" : "no");
 }
 
+// A flood file of `bytes` bytes, `pattern` repeated (and cut at the end), readable by the
+// sandbox's identity.
+bool write_flood_file(const fs::path& path, long long bytes, std::string_view pattern) {
+  std::string chunk;
+  while (chunk.size() < (std::size_t{1} << 20)) chunk += pattern;
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  for (long long left = bytes; left > 0 && file;) {
+    const auto part = static_cast<std::size_t>(std::min<long long>(left, static_cast<long long>(chunk.size())));
+    file.write(chunk.data(), static_cast<std::streamsize>(part));
+    left -= static_cast<long long>(part);
+  }
+  file.close();
+  std::error_code error;
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
+                  error);
+  return file.good() && !error;
+}
+
 int run_benchmark(const Options& options) {
   TemporaryDesk desk;
   auto confinement = deskd::policy::Confinement::create(desk.desk(), {});
@@ -424,6 +442,23 @@ int run_benchmark(const Options& options) {
                                          options.flood_bytes, options.maximum_characters, 'x')));
     floods.push_back(wait(context, flood(session, "lines", "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c " + bytes,
                                          options.flood_bytes, options.maximum_characters, '0')));
+    // The same two shapes read from files made beforehand (untimed, by this process, in the
+    // desk folder that the sandbox sees read-only; so in the page cache): on a small machine
+    // `tr` and `yes | head` make bytes slower than a session takes them, and these runs time
+    // the session rather than its producer.
+    if (!write_flood_file(desk.desk() / ".flood_nonl", options.flood_bytes, "x") ||
+        !write_flood_file(desk.desk() / ".flood_lines", options.flood_bytes, "0123456789abcdefghijklmnopqrstuvwxyz\n")) {
+      std::fprintf(stderr, "bash_session_bench: cannot write the flood files in %s\n", desk.desk().c_str());
+      status = 1;
+    } else {
+      floods.push_back(wait(context, flood(session, "nonl_file", "cat .flood_nonl", options.flood_bytes,
+                                           options.maximum_characters, 'x')));
+      floods.push_back(wait(context, flood(session, "lines_file", "cat .flood_lines", options.flood_bytes,
+                                           options.maximum_characters, '0')));
+    }
+    std::error_code ignored;
+    fs::remove(desk.desk() / ".flood_nonl", ignored);
+    fs::remove(desk.desk() / ".flood_lines", ignored);
     for (const FloodResult& result : floods) {
       print_flood(result, options);
       if (!result.problem.empty()) {
