@@ -178,6 +178,20 @@ void LineWriter::write_line(std::string text) {
     }
     return;
   }
+  if (!state.writing) {
+    // A reply nearly always fits the pipe at once: written here, it needs no coroutine and no
+    // round of the loop (a warm command's round trip is a few hundred microseconds). Never
+    // blocking: what does not fit goes through the queue below.
+    boost::system::error_code error;
+    state.descriptor.stream->non_blocking(true, error);
+    const std::size_t written = error ? 0 : state.descriptor.stream->write_some(asio::buffer(text), error);
+    if (error && error != asio::error::would_block && error != asio::error::try_again) {
+      state.failed = true;
+      return;
+    }
+    if (written == text.size()) return;
+    text.erase(0, written);
+  }
   state.queue.push_back(std::move(text));
   if (state.writing) return;
   state.writing = true;
