@@ -20,6 +20,7 @@
 #include "runner/egress/byte_relay.h"
 #include "runner/egress/proxy_request.h"
 #include "runner/egress/proxy_shared.h"
+#include "runner/egress/socks_request.h"
 
 namespace deskd::egress {
 namespace {
@@ -197,31 +198,37 @@ void close_quietly(tcp::socket& client) {
   client.close(ignored);
 }
 
-// A refusal: a 403 on the proxy port; on a name's address, the connection closed.
-awaitable<void> refuse_or_close(ProxyShared& shared, tcp::socket& client, const ProxyTarget& target, bool answers,
+// How the client is answered: HTTP (a proxy request), SOCKS5, or not at all (a connection
+// to a name's address, which carries no protocol of deskd's).
+enum class Answer { http, socks, none };
+
+// A refusal: a 403, SOCKS5's "not allowed by ruleset", or the connection closed.
+awaitable<void> refuse_or_close(ProxyShared& shared, tcp::socket& client, const ProxyTarget& target, Answer answer,
                                 std::string why) {
-  if (answers) {
+  if (answer == Answer::http) {
     co_await refuse(shared, client, target, why);
     co_return;
   }
   shared.report(target.host, target.port, why);
+  if (answer == Answer::socks) co_await send_socks_reply(client, SocksReply::not_allowed);
   close_quietly(client);
 }
 
-// A failure that is no refusal (resolution, connection): a 502, or the connection closed.
-awaitable<void> fail_or_close(tcp::socket& client, bool answers, std::string why) {
-  if (answers) {
+// A failure that is no refusal (resolution, connection): a 502, SOCKS5's "host
+// unreachable", or the connection closed.
+awaitable<void> fail_or_close(tcp::socket& client, Answer answer, std::string why) {
+  if (answer == Answer::http) {
     co_await send_and_close(client, reply(502, "Bad Gateway", "deskd: " + why));
     co_return;
   }
+  if (answer == Answer::socks) co_await send_socks_reply(client, SocksReply::host_unreachable);
   close_quietly(client);
 }
 
-// The checks, the connection to the origin and the relay, for a proxy request (`head`) or a
-// connection to a name's address (`head` null: no reply is ever written to the client).
-awaitable<void> serve_target(ProxyShared& shared, tcp::socket& client, const ProxyTarget& target,
+// The checks, the connection to the origin and the relay, for an HTTP proxy request (`head`,
+// Answer::http), a SOCKS5 CONNECT, or a connection to a name's address (Answer::none).
+awaitable<void> serve_target(ProxyShared& shared, tcp::socket& client, const ProxyTarget& target, Answer answers,
                              const http::request<http::empty_body>* head, boost::beast::flat_buffer& buffer) {
-  const bool answers = head != nullptr;
   if (!shared.settings.allowlist.allows_host(target.host, target.port)) {
     co_await refuse_or_close(shared, client, target, answers, "not in allowed_hosts");
     co_return;
@@ -248,7 +255,8 @@ awaitable<void> serve_target(ProxyShared& shared, tcp::socket& client, const Pro
     co_await fail_or_close(client, answers, "could not connect to " + shown(target));
     co_return;
   }
-  if (answers) {
+  if (answers == Answer::socks) co_await send_socks_reply(client, SocksReply::succeeded);
+  if (answers == Answer::http && head != nullptr) {
     const std::string opening = target.tunnel ? std::string("HTTP/1.1 200 Connection established\r\n\r\n")
                                               : origin_request_head(*head, target);
     auto& opening_socket = target.tunnel ? client : *upstream;
@@ -269,9 +277,19 @@ awaitable<void> serve_target(ProxyShared& shared, tcp::socket& client, const Pro
 
 awaitable<void> serve_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp::socket client) {
   boost::beast::flat_buffer buffer(kMaximumRequestHeadBytes);
+  // SOCKS5 opens with its version byte, 5; an HTTP request with a method's letter.
+  std::uint8_t first = 0;
+  auto peeked = co_await (client.async_receive(asio::buffer(&first, 1), tcp::socket::message_peek, kTuple) ||
+                          expire_after(shared->settings.head_timeout));
+  if (peeked.index() == 0 && !std::get<0>(std::get<0>(peeked)) && first == 0x05) {
+    auto target = co_await read_socks_request(client, shared->settings.head_timeout);
+    if (!target) co_return;
+    co_await serve_target(*shared, client, *target, Answer::socks, nullptr, buffer);
+    co_return;
+  }
   auto head = co_await read_proxy_head(client, buffer, shared->settings.head_timeout);
   if (!head) co_return;
-  co_await serve_target(*shared, client, head->target, &head->request, buffer);
+  co_await serve_target(*shared, client, head->target, Answer::http, &head->request, buffer);
 }
 
 awaitable<void> serve_name_connection(std::shared_ptr<ProxyShared> shared, tcp::socket client, std::string name,
@@ -281,7 +299,7 @@ awaitable<void> serve_name_connection(std::shared_ptr<ProxyShared> shared, tcp::
   target.tunnel = true;
   target.host = std::move(name);
   target.port = port;
-  co_await serve_target(*shared, client, target, nullptr, nothing);
+  co_await serve_target(*shared, client, target, Answer::none, nullptr, nothing);
 }
 
 awaitable<void> refuse_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp::socket client, std::string why) {

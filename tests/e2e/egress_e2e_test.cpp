@@ -261,6 +261,26 @@ TEST_F(EgressE2eTest, PythonRequestsAndPipWorkThroughTheProxy) {
   EXPECT_TRUE(outcomes[3].allowed()) << describe(outcomes[3]);
 }
 
+TEST_F(EgressE2eTest, SocksFiveOnTheProxyPortGoesThroughTheSameChecks) {
+  ServeDaemon daemon({DeskSetup{.name = "net", .script = "", .tables = kAllowlistSandbox}});
+  const std::string socks = std::string(kNoProxyVariables) + "curl -sS -m 20 --socks5-hostname 127.0.0.1:3128 ";
+  const auto outcomes = run(daemon, {
+      socks + "--cacert $PWD/ca.pem https://api.svc.egress.test/hello",
+      socks + "http://other.egress.test/hello",
+      socks + "http://meta.egress.test/latest/meta-data/",
+  });
+  EXPECT_THAT(outcomes[0].text, HasSubstr("hello from api.svc.egress.test at 10.201.0.10")) << describe(outcomes[0]);
+  EXPECT_TRUE(outcomes[0].allowed()) << describe(outcomes[0]);
+  EXPECT_FALSE(outcomes[1].allowed()) << describe(outcomes[1]);
+  EXPECT_FALSE(outcomes[2].allowed()) << describe(outcomes[2]);
+  const auto refused = refusals(daemon);
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_EQ(event_data(refused[0], "host"), "other.egress.test");
+  EXPECT_EQ(event_data(refused[0], "why"), "not in allowed_hosts");
+  EXPECT_THAT(event_data(refused[1], "why"), HasSubstr("resolves to 169.254.169.254, a metadata address"));
+  EXPECT_EQ(internet_.canary_log(), "");
+}
+
 TEST_F(EgressE2eTest, ASilentTunnelIsClosedAfterTheIdleTimeout) {
   ServeDaemon daemon({DeskSetup{.name = "net", .script = "", .tables = kAllowlistSandbox + "egress_idle_seconds = 1\n"}});
   const auto outcomes = run(daemon, {
