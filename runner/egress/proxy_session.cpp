@@ -303,11 +303,22 @@ awaitable<void> serve_name_connection(std::shared_ptr<ProxyShared> shared, tcp::
 }
 
 awaitable<void> refuse_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp::socket client, std::string why) {
+  const auto timeout = shared->settings.over_limit_head_timeout;
+  std::uint8_t first = 0;
+  auto peeked = co_await (client.async_receive(asio::buffer(&first, 1), tcp::socket::message_peek, kTuple) ||
+                          expire_after(timeout));
+  if (peeked.index() == 0 && !std::get<0>(std::get<0>(peeked)) && first == 0x05) {
+    auto target = co_await read_socks_request(client, timeout);
+    shared->report(target ? target->host : "", target ? target->port : 0, why);
+    if (target) co_await send_socks_reply(client, SocksReply::not_allowed);
+    close_quietly(client);
+    co_return;
+  }
   boost::beast::flat_buffer buffer(kMaximumRequestHeadBytes);
   http::request_parser<http::empty_body> parser;
   parser.header_limit(kMaximumRequestHeadBytes);
   auto head = co_await (http::async_read_header(client, buffer, parser, kTuple) ||
-                        expire_after(shared->settings.over_limit_head_timeout));
+                        expire_after(timeout));
   if (head.index() == 0 && !std::get<0>(std::get<0>(head))) {
     if (auto target = parse_proxy_target(parser.get().method_string(), parser.get().target()); target.ok()) {
       co_await refuse(*shared, client, *target, why);

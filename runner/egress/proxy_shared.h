@@ -51,8 +51,9 @@ boost::asio::awaitable<void> serve_name_connection(std::shared_ptr<ProxyShared> 
                                                    boost::asio::ip::tcp::socket client, std::string name,
                                                    std::uint16_t port);
 
-/// A proxy-port connection over the connection limit: its request head is read (bounded in
-/// bytes and time) so that the refusal names the host and port asked for, then refused.
+/// A proxy-port connection over the connection limit: its request (HTTP or SOCKS5) is read
+/// (bounded in bytes and time) so that the refusal names the host and port asked for, then
+/// refused.
 boost::asio::awaitable<void> refuse_proxy_connection(std::shared_ptr<ProxyShared> shared,
                                                      boost::asio::ip::tcp::socket client, std::string why);
 
