@@ -70,8 +70,9 @@ awaitable<void> serve_counted(std::shared_ptr<ProxyShared> shared, asio::ip::tcp
 }
 
 awaitable<void> refuse_counted(std::shared_ptr<ProxyShared> shared, asio::ip::tcp::socket client, std::string why) {
+  // Counted until the coroutine ends, however it ends (a stopped io_context included).
+  const std::shared_ptr<void> counted(nullptr, [shared](void*) { shared->refusing.fetch_sub(1); });
   co_await refuse_proxy_connection(shared, std::move(client), std::move(why));
-  shared->refusing.fetch_sub(1);
 }
 
 // The refusal a connection over the limit gets when too many are being read already,
