@@ -36,6 +36,28 @@ int bring_up_loopback() {
   return result;
 }
 
+// Lets the sandbox's forwarder, which holds no capability, bind the allowed names' ports in
+// the sandbox's own network namespace (the setting is per namespace; only `lo` is there).
+int set_unprivileged_port_start(int port) {
+  char text[16];
+  std::size_t length = 0;
+  char digits[8];
+  std::size_t count = 0;
+  do {
+    digits[count++] = static_cast<char>('0' + port % 10);
+    port /= 10;
+  } while (port > 0 && count < sizeof digits);
+  while (count > 0) text[length++] = digits[--count];
+  text[length++] = '\n';
+  const int fd = ::open("/proc/sys/net/ipv4/ip_unprivileged_port_start", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const ssize_t written = ::write(fd, text, length);
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  return written == static_cast<ssize_t>(length) ? 0 : -1;
+}
+
 // Installs context.descriptors as 0, 1, 2, 3, ..., then deskd-init's spec, the failure
 // pipe and deskd-init's image right after them, and closes every other descriptor, so
 // nothing of the daemon (sockets, journals, other desks' pipes) is reachable from the
@@ -132,6 +154,10 @@ void run_sandbox_child(const ChildContext& context) {
   }
   if (context.bring_up_loopback && bring_up_loopback() != 0) {
     fail_child(failure_fd, errno, "bring up the loopback interface", "lo");
+  }
+  if (context.unprivileged_port_start >= 0 && set_unprivileged_port_start(context.unprivileged_port_start) != 0) {
+    fail_child(failure_fd, errno, "let the egress forwarder bind the allowed names' ports",
+               "/proc/sys/net/ipv4/ip_unprivileged_port_start");
   }
   for (const ResourceLimit& limit : context.limits) {
     if (::syscall(SYS_prlimit64, 0, limit.resource, &limit.value, nullptr) != 0) {

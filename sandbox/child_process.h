@@ -41,6 +41,10 @@ struct ChildContext {
   std::vector<ResourceLimit> limits;
   const char* hostname = nullptr;
   bool bring_up_loopback = false;
+  /// network = "allowlist" with names on ports below 1024: the lowest port the forwarder
+  /// must bind without a capability (the sandbox's own network's
+  /// net.ipv4.ip_unprivileged_port_start); -1 leaves it.
+  int unprivileged_port_start = -1;
   int init_image_fd = -1;  ///< deskd-init's sealed memfd (init_image.h)
   int init_spec_fd = -1;   ///< the memfd with what deskd-init is to do (init_protocol.h)
 };

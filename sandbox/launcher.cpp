@@ -80,7 +80,8 @@ std::string host_path(const char* path) {
 // than a pipe holds): the header, then every string with its NUL.
 Result<UniqueFd> write_init_spec(std::uint32_t mode, const std::vector<std::string>& candidates,
                                  const std::vector<std::string>& arguments,
-                                 const std::vector<std::string>& environment, int egress_relay_index) {
+                                 const std::vector<std::string>& environment, int egress_relay_index,
+                                 const std::vector<policy::EgressName>& egress_names) {
   std::string strings;
   for (const auto* list : {&candidates, &arguments, &environment}) {
     for (const auto& text : *list) {
@@ -93,6 +94,18 @@ Result<UniqueFd> write_init_spec(std::uint32_t mode, const std::vector<std::stri
   if (strings.size() > DESKD_INIT_MAX_SPEC_BYTES) {
     return Error::make(ErrorCode::invalid_argument, "The command's arguments and environment exceed 4 MiB.");
   }
+  // The forwarder's other listeners: each allowed name's address, on each of its ports.
+  std::vector<deskd_egress_listener> listeners;
+  if (egress_relay_index >= 0) {
+    for (const auto& name : egress_names) {
+      std::uint32_t address = 0;
+      std::memcpy(&address, name.address.data(), sizeof address);  // already network order
+      for (const auto port : name.ports) listeners.push_back({address, port});
+    }
+  }
+  if (listeners.size() > DESKD_EGRESS_MAX_LISTENERS) {
+    return Error::make(ErrorCode::invalid_argument, "The desk's allowed names need too many listeners.");
+  }
   deskd_init_header header{DESKD_INIT_MAGIC,
                            mode,
                            static_cast<std::uint32_t>(candidates.size()),
@@ -100,11 +113,13 @@ Result<UniqueFd> write_init_spec(std::uint32_t mode, const std::vector<std::stri
                            static_cast<std::uint32_t>(environment.size()),
                            static_cast<std::uint32_t>(strings.size()),
                            egress_relay_index,
-                           egress_relay_index >= 0 ? kEgressProxyPort : 0U};
+                           egress_relay_index >= 0 ? kEgressProxyPort : 0U,
+                           static_cast<std::uint32_t>(listeners.size())};
   UniqueFd spec(::memfd_create("deskd-init-spec", MFD_CLOEXEC));
   if (!spec) return Error::from_errno(errno, "Creating the memfd for deskd-init's spec failed");
   std::string bytes(reinterpret_cast<const char*>(&header), sizeof header);
   bytes += strings;
+  bytes.append(reinterpret_cast<const char*>(listeners.data()), listeners.size() * sizeof(deskd_egress_listener));
   std::string_view rest = bytes;
   while (!rest.empty()) {
     const ssize_t written = retry_on_eintr([&] { return ::write(spec.get(), rest.data(), rest.size()); });
@@ -181,7 +196,8 @@ Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, con
   }
   const int egress_relay_index = egress_relay ? static_cast<int>(3 + streams.extra.size()) : -1;
   DESKD_ASSIGN_OR_RETURN(UniqueFd init_spec,
-                         write_init_spec(mode, candidates, command, spec.environment, egress_relay_index));
+                         write_init_spec(mode, candidates, command, spec.environment, egress_relay_index,
+                                                         spec.egress_names));
   DESKD_ASSIGN_OR_RETURN(std::optional<SandboxCgroup> cgroup, create_sandbox_cgroup(spec.limits));
   if (!cgroup && spec.limits.cpus) {
     return Error::make(ErrorCode::unsupported,
@@ -198,6 +214,15 @@ Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, con
   context.limits = plan_limits(spec.limits, cgroup.has_value());
   context.hostname = spec.hostname.c_str();
   context.bring_up_loopback = spec.network != NetworkMode::host;
+  if (egress_relay) {
+    for (const auto& name : spec.egress_names) {
+      for (const auto port : name.ports) {
+        if (port < 1024 && (context.unprivileged_port_start < 0 || port < context.unprivileged_port_start)) {
+          context.unprivileged_port_start = port;
+        }
+      }
+    }
+  }
   context.init_image_fd = init_image;
   context.init_spec_fd = init_spec.get();
   context.descriptors = {streams.input, streams.output, streams.error};

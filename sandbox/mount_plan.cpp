@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <fstream>
 
 #include "policy/path_resolution.h"
 #include "sandbox/child_failure.h"
@@ -172,12 +173,31 @@ void plan_minimal_root(const SandboxSpec& spec, std::vector<MountStep>& steps) {
   }
 }
 
+// network = "allowlist": the exact allowed names on their loopback addresses, in a file the
+// desk sees as /etc/hosts (read-only, like the rest of /etc). The file tools' sandbox gets
+// the same plan, so both see one file. No /etc/hosts in the view to cover: the launch fails.
+void plan_egress_hosts(const SandboxSpec& spec, std::vector<MountStep>& steps) {
+  constexpr std::size_t kHostFileBytes = 64 * 1024;  // localhost lines come first; enough
+  std::string host_file(kHostFileBytes, '\0');
+  std::ifstream host("/etc/hosts", std::ios::binary);
+  host.read(host_file.data(), static_cast<std::streamsize>(host_file.size()));
+  host_file.resize(static_cast<std::size_t>(std::max<std::streamsize>(host.gcount(), 0)));
+  MountStep file = step(Operation::write_file, kEgressHostsFile, "write the desk's /etc/hosts (its allowed names)");
+  file.data = policy::egress_hosts_file(host_file, spec.egress_names);
+  file.mode = 0644;
+  steps.push_back(file);
+  steps.push_back(bind(kEgressHostsFile, in_new_root("/etc/hosts"), false,
+                       "bind the desk's /etc/hosts (its allowed names) over the view's"));
+  steps.push_back(attributes(in_new_root("/etc/hosts"), kReadOnly, false, "make the desk's /etc/hosts read-only"));
+}
+
 }  // namespace
 
 std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
   std::vector<MountStep> steps;
   steps.push_back(step(Operation::make_mounts_private, "/", "make every mount private"));
-  steps.push_back(tmpfs("/tmp", "mode=0755,size=64k", kQuiet, "mount the private base tmpfs"));
+  // 256k: the masks' empty file, and the desk's /etc/hosts (at most ~70 KiB).
+  steps.push_back(tmpfs("/tmp", "mode=0755,size=256k", kQuiet, "mount the private base tmpfs"));
   steps.push_back(step(Operation::make_directory, std::string("/tmp") + kNewRoot, "create the new root"));
   steps.push_back(step(Operation::make_directory, std::string("/tmp") + kOldRoot, "create the old root"));
   MountStep empty = step(Operation::create_file, std::string("/tmp") + kEmptyFile, "create the mask file");
@@ -227,6 +247,7 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
     plan_shown(place.path, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "the writable place " + place.path.native(),
                steps);
   }
+  if (spec.network == NetworkMode::allowlist) plan_egress_hosts(spec, steps);
   for (const auto& hidden : spec.hidden_paths) {
     steps.push_back(step(Operation::mask, in_new_root(hidden), "mask the hidden path"));
   }
@@ -289,6 +310,23 @@ int carry_out(const MountStep& s) {
     }
     case Operation::create_symlink:
       return ::symlink(s.source.c_str(), target) == 0 || errno == EEXIST ? 0 : -1;
+    case Operation::write_file: {
+      const int fd = ::open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, s.mode);
+      if (fd < 0 || ::fchmod(fd, s.mode) != 0) return -1;  // whatever the umask
+      std::size_t done = 0;
+      while (done < s.data.size()) {
+        const ssize_t written = ::write(fd, s.data.data() + done, s.data.size() - done);
+        if (written < 0 && errno == EINTR) continue;
+        if (written <= 0) {
+          const int saved = written < 0 ? errno : ENOSPC;
+          ::close(fd);
+          errno = saved;
+          return -1;
+        }
+        done += static_cast<std::size_t>(written);
+      }
+      return ::close(fd);
+    }
     case Operation::pivot_onto_base:
       if (::chdir(target) != 0) return -1;
       if (pivot_root(".", kOldRoot + 1) != 0) return -1;

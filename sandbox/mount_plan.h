@@ -8,7 +8,8 @@
 //   minimal view: a tmpfs root with the system folders and the read-only paths bound
 //   read-only (full view: the whole host read-only, runtime folders covered) -> /proc,
 //   /sys, /dev, /tmp, /dev/shm -> the desk folder bound read-only at its own path -> its
-//   writable places bound read-write -> hidden paths masked -> the root made read-only ->
+//   writable places bound read-write -> (network "allowlist": the desk's /etc/hosts bound
+//   read-only over the view's) -> hidden paths masked -> the root made read-only ->
 //   pivot_root.
 
 #include <string>
@@ -27,6 +28,7 @@ struct MountStep {
     make_directory,        ///< target; EEXIST is fine
     create_file,           ///< target, mode; EEXIST is fine
     create_symlink,        ///< source (link text) -> target
+    write_file,            ///< target (a new file in the base tmpfs), data, mode
     pivot_onto_base,       ///< pivot_root onto the base tmpfs, host at /oldroot
     bind,                  ///< source -> target; recursive flag
     set_attributes,        ///< target: mount_setattr set/clear, recursive flag
@@ -58,6 +60,9 @@ struct MountStep {
 inline constexpr const char* kNewRoot = "/newroot";
 inline constexpr const char* kOldRoot = "/oldroot";
 inline constexpr const char* kEmptyFile = "/empty-mask-file";
+/// network = "allowlist": the desk's /etc/hosts (policy/egress_names.h), written in the base
+/// tmpfs and bound read-only over the view's /etc/hosts.
+inline constexpr const char* kEgressHostsFile = "/egress-hosts";
 
 /// Computes the steps for `spec`. Pure: reads the host only to see which writable
 /// places exist.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "policy/egress_allowlist.h"
 #include "policy/path_resolution.h"
 
 namespace deskd::sandbox {
@@ -77,6 +78,13 @@ SandboxSpecBuilder::SandboxSpecBuilder(policy::Confinement confinement)
 
 SandboxSpecBuilder& SandboxSpecBuilder::apply(const SandboxSettings& settings) {
   network(settings.network);
+  if (settings.network == NetworkMode::allowlist) {
+    // The exact names the desk reaches without proxy variables (policy/egress_names.h); the
+    // proxy derives the same from the same entries.
+    auto allowlist = policy::EgressAllowlist::parse(settings.allowed_hosts);
+    if (allowlist.ok()) spec_.egress_names = policy::egress_names(*allowlist);
+    else problems_.push_back("allowed_hosts: " + allowlist.error().what);
+  }
   host_view(settings.host_view);
   if (settings.memory_bytes) memory_limit(*settings.memory_bytes);
   if (settings.processes) process_limit(*settings.processes);

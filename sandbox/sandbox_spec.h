@@ -15,6 +15,7 @@
 
 #include "base/result.h"
 #include "policy/confinement.h"
+#include "policy/egress_names.h"
 #include "sandbox/egress_relay.h"
 #include "sandbox/host_view.h"
 
@@ -29,6 +30,9 @@ enum class NetworkMode { none, host, allowlist };
 struct EgressLimits {
   std::uint64_t connections = 32;                       ///< open at once
   std::uint64_t bytes = std::uint64_t{4} << 30;         ///< both ways, since the desk started
+  /// An open tunnel or forwarded request that moves no byte either way for this long is
+  /// closed: a desk cannot hold its connection places (or the origin's) with silence.
+  std::uint64_t idle_seconds = 300;
 
   bool operator==(const EgressLimits&) const = default;
 };
@@ -113,6 +117,9 @@ struct SandboxSpec {
   /// network = "allowlist": where each launch gets its relay to deskd's egress proxy. A
   /// launch without one fails closed. Set by whoever runs the proxy (runner/egress/).
   std::shared_ptr<EgressRelaySource> egress{};
+  /// network = "allowlist": the exact allowed names, each on a loopback address of its own
+  /// that the sandbox's /etc/hosts names and its forwarder listens on (policy/egress_names.h).
+  std::vector<policy::EgressName> egress_names{};
   HostView host_view = HostView::minimal;
   /// Shown read-only in the minimal view, resolved, at the same paths as on the host.
   std::vector<std::filesystem::path> read_only_paths{};

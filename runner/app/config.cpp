@@ -301,6 +301,9 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
   if (auto megabytes = reader.whole("egress_mb", 1, kMaximumMebibytes)) {
     sandbox.egress.bytes = static_cast<std::uint64_t>(*megabytes) << 20;
   }
+  if (auto seconds = reader.whole("egress_idle_seconds", 1, 86'400)) {
+    sandbox.egress.idle_seconds = static_cast<std::uint64_t>(*seconds);
+  }
   if (auto megabytes =
           reader.whole("memory_mb", static_cast<std::int64_t>(bounds::kMinimumMemoryMebibytes), kMaximumMebibytes)) {
     sandbox.memory_bytes = static_cast<std::uint64_t>(*megabytes) << 20;

@@ -5,10 +5,12 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <vector>
 
 #include "base/unique_fd.h"
@@ -28,12 +30,18 @@ constexpr std::size_t kChunkBytes = 256 * 1024;
 // The copying fallback's buffer, when a pipe cannot be had.
 constexpr std::size_t kCopyBufferBytes = 64 * 1024;
 
+// When a byte last moved either way, for the idle timeout.
+struct Activity {
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+};
+
 struct Direction {
   ProxyShared& shared;
   tcp::socket& from;
   tcp::socket& to;
   const std::string& host;
   std::uint16_t port;
+  Activity& activity;
 
   void close_both() {
     boost::system::error_code ignored;
@@ -45,6 +53,7 @@ struct Direction {
     to.shutdown(tcp::socket::shutdown_send, ignored);
   }
   bool charge(std::size_t count) {
+    activity.last = std::chrono::steady_clock::now();
     if (shared.charge(count)) return true;
     shared.report(host, port,
                   "the desk's egress byte budget (" + std::to_string(shared.settings.limits.bytes >> 20) +
@@ -130,12 +139,30 @@ awaitable<void> splice_or_copy(Direction direction) {
   }
 }
 
+// Closes both sockets once nothing has moved for the desk's egress_idle_seconds; ends
+// quietly when the relay ends first (the || below cancels its wait).
+awaitable<void> close_when_idle(ProxyShared& shared, tcp::socket& client, tcp::socket& upstream, Activity& activity) {
+  const auto idle = std::chrono::seconds(shared.settings.limits.idle_seconds);
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    const auto deadline = activity.last + idle;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    timer.expires_at(deadline);
+    if (auto [waited] = co_await timer.async_wait(kTuple); waited) co_return;
+  }
+  boost::system::error_code ignored;
+  client.close(ignored);
+  upstream.close(ignored);
+}
+
 }  // namespace
 
 awaitable<void> relay_both_ways(ProxyShared& shared, tcp::socket& client, tcp::socket& upstream, std::string host,
                                 std::uint16_t port) {
-  co_await (splice_or_copy(Direction{shared, client, upstream, host, port}) &&
-            splice_or_copy(Direction{shared, upstream, client, host, port}));
+  Activity activity;
+  co_await ((splice_or_copy(Direction{shared, client, upstream, host, port, activity}) &&
+             splice_or_copy(Direction{shared, upstream, client, host, port, activity})) ||
+            close_when_idle(shared, client, upstream, activity));
 }
 
 }  // namespace deskd::egress

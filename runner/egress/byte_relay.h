@@ -15,7 +15,8 @@ struct ProxyShared;
 
 /// Relays `client` <-> `upstream` until both directions end. An end of stream is passed
 /// on (shutdown of the other side's sending); an error or a spent budget (reported once as a
-/// refusal of `host`:`port`) closes both.
+/// refusal of `host`:`port`) closes both, and so does silence both ways for the desk's
+/// egress_idle_seconds.
 boost::asio::awaitable<void> relay_both_ways(ProxyShared& shared, boost::asio::ip::tcp::socket& client,
                                              boost::asio::ip::tcp::socket& upstream, std::string host,
                                              std::uint16_t port);

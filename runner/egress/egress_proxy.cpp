@@ -1,5 +1,7 @@
 #include "runner/egress/egress_proxy.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,13 +35,49 @@ class OpenConnection {
   std::shared_ptr<ProxyShared> shared_;
 };
 
-awaitable<void> serve_counted(std::shared_ptr<ProxyShared> shared, asio::ip::tcp::socket client) {
-  OpenConnection counted(shared);
-  co_await serve_proxy_connection(shared, std::move(client));
+// What a handed connection is, by the address it was made to (the forwarder listens on
+// the proxy port and on the names' addresses only).
+struct Destination {
+  enum class Kind { proxy, name, unknown } kind = Kind::unknown;
+  std::string name;
+  std::uint16_t port = 0;
+};
+
+Destination destination_of(const ProxyShared& shared, int connection) {
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  if (::getsockname(connection, reinterpret_cast<sockaddr*>(&local), &length) != 0 || local.ss_family != AF_INET) {
+    return {};
+  }
+  const auto& v4 = reinterpret_cast<const sockaddr_in&>(local);
+  const std::uint16_t port = ntohs(v4.sin_port);
+  const std::uint32_t host_order = ntohl(v4.sin_addr.s_addr);
+  if (host_order == INADDR_LOOPBACK && port == sandbox::kEgressProxyPort) return {Destination::Kind::proxy, "", port};
+  const auto address = policy::NetworkAddress::v4({static_cast<std::uint8_t>(host_order >> 24),
+                                                   static_cast<std::uint8_t>(host_order >> 16),
+                                                   static_cast<std::uint8_t>(host_order >> 8),
+                                                   static_cast<std::uint8_t>(host_order)});
+  if (const auto* name = policy::egress_name_at(shared.names, address, port)) {
+    return {Destination::Kind::name, name->name, port};
+  }
+  return {};
 }
 
-// The refusal a connection over the limit gets, written without waiting: the socket buffer
-// of a fresh connection always has room for one short reply.
+awaitable<void> serve_counted(std::shared_ptr<ProxyShared> shared, asio::ip::tcp::socket client, Destination to) {
+  OpenConnection counted(shared);
+  if (to.kind == Destination::Kind::name) co_await serve_name_connection(shared, std::move(client), to.name, to.port);
+  else co_await serve_proxy_connection(shared, std::move(client));
+}
+
+awaitable<void> refuse_counted(std::shared_ptr<ProxyShared> shared, asio::ip::tcp::socket client, std::string why) {
+  // Counted until the coroutine ends, however it ends (a stopped io_context included).
+  const std::shared_ptr<void> counted(nullptr, [shared](void*) { shared->refusing.fetch_sub(1); });
+  co_await refuse_proxy_connection(shared, std::move(client), std::move(why));
+}
+
+// The refusal a connection over the limit gets when too many are being read already,
+// written without waiting: the socket buffer of a fresh connection always has room for one
+// short reply.
 void refuse_at_once(ProxyShared& shared, int fd, const std::string& why) {
   const std::string body = "deskd refused the connection: " + why + "\n";
   const std::string reply = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
@@ -90,25 +128,35 @@ awaitable<void> read_relay(std::shared_ptr<ProxyShared> shared, asio::posix::str
     const int connection = take_descriptor(relay.native_handle(), ended);
     if (ended) co_return;  // the sandbox (and its forwarder) is gone
     if (connection < 0) continue;
-    int domain = AF_INET;
-    socklen_t length = sizeof domain;
-    (void)::getsockopt(connection, SOL_SOCKET, SO_DOMAIN, &domain, &length);
-    if (shared->open_connections.load() >= shared->settings.limits.connections) {
-      refuse_at_once(*shared, connection,
-                     "the desk already has " + std::to_string(shared->settings.limits.connections) +
-                         " connections open (egress_connections)");
+    const Destination to = destination_of(*shared, connection);
+    if (to.kind == Destination::Kind::unknown) {  // not a place deskd gave the sandbox
       ::close(connection);
       continue;
     }
     asio::ip::tcp::socket client(shared->executor);
     boost::system::error_code error;
-    client.assign(domain == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), connection, error);
+    client.assign(asio::ip::tcp::v4(), connection, error);
     if (error) {
       ::close(connection);
       continue;
     }
+    if (shared->open_connections.load() >= shared->settings.limits.connections) {
+      const std::string why = "the desk already has " + std::to_string(shared->settings.limits.connections) +
+                              " connections open (egress_connections)";
+      if (to.kind == Destination::Kind::name) {
+        shared->report(to.name, to.port, why);  // no HTTP to answer in: closed
+        continue;
+      }
+      if (shared->refusing.load() >= kMaximumRefusalsReading) {
+        refuse_at_once(*shared, client.native_handle(), why);
+        continue;
+      }
+      shared->refusing.fetch_add(1);
+      asio::co_spawn(shared->executor, refuse_counted(shared, std::move(client), why), asio::detached);
+      continue;
+    }
     shared->open_connections.fetch_add(1);
-    asio::co_spawn(shared->executor, serve_counted(shared, std::move(client)), asio::detached);
+    asio::co_spawn(shared->executor, serve_counted(shared, std::move(client), to), asio::detached);
   }
 }
 
@@ -172,6 +220,7 @@ std::shared_ptr<sandbox::EgressRelaySource> make_egress_proxy(asio::any_io_execu
   shared->executor = std::move(executor);
   shared->settings = std::move(settings);
   shared->sink = std::move(sink);
+  shared->names = policy::egress_names(shared->settings.allowlist);
   return std::make_shared<EgressProxy>(std::move(shared));
 }
 

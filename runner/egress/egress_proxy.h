@@ -1,14 +1,17 @@
 #pragma once
 // The egress proxy of one desk with network = "allowlist": deskd's end of the relay its
-// sandbox's forwarder hands connections over (sandbox/egress_relay.h). On each connection it
-// reads one HTTP proxy request (CONNECT, or a plain http:// request), and
+// sandbox's forwarder hands connections over (sandbox/egress_relay.h). A connection made to
+// an exact allowed name's own loopback address (policy/egress_names.h: the sandbox's
+// /etc/hosts) is a tunnel to that name on the port connected to; on the proxy port it
+// reads one HTTP proxy request (CONNECT, or a plain http:// request). Either way it
 //   - refuses a host that allowed_hosts does not name,
 //   - resolves the name itself (Asio's resolver: getaddrinfo off the event loop), keeps only
 //     addresses that are public or named explicitly, and connects to exactly those (the
 //     address checked is the address used: a rebinding resolver gains nothing),
 //   - answers 200 and passes the tunnel's bytes through untouched (no TLS interception), or
 //     forwards the plain request in origin form with "Connection: close",
-//   - bounds what the desk can spend: connections open at once and bytes in all.
+//   - bounds what the desk can spend: connections open at once, bytes in all, and how long
+//     an open connection may stay silent (egress_idle_seconds).
 // Every refusal gets "403 Forbidden" with a one-line reason, and is reported to the sink
 // (deskd serve: a NETWORK_REFUSED event), at most kRefusalReportsPerMinute a minute.
 
@@ -46,7 +49,14 @@ struct EgressSettings {
   std::chrono::milliseconds head_timeout{30'000};     ///< to send the request head
   std::chrono::milliseconds resolve_timeout{10'000};
   std::chrono::milliseconds connect_timeout{10'000};  ///< per address tried
+  /// A connection over the limit: how long its request head may take before it is refused
+  /// without a host named.
+  std::chrono::milliseconds over_limit_head_timeout{2'000};
 };
+
+/// At most this many connections over the limit are read for their head at once; past it
+/// they are refused at once (no host named).
+inline constexpr std::uint64_t kMaximumRefusalsReading = 8;
 
 /// The largest request head the proxy reads (request line and headers).
 inline constexpr std::size_t kMaximumRequestHeadBytes = 16 * 1024;

@@ -20,6 +20,7 @@
 #include "runner/egress/byte_relay.h"
 #include "runner/egress/proxy_request.h"
 #include "runner/egress/proxy_shared.h"
+#include "runner/egress/socks_request.h"
 
 namespace deskd::egress {
 namespace {
@@ -157,65 +158,175 @@ std::string origin_request_head(const http::request<http::empty_body>& request, 
 
 }  // namespace
 
-awaitable<void> serve_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp::socket client) {
-  boost::beast::flat_buffer buffer(kMaximumRequestHeadBytes);
+namespace {
+
+// The request head of a proxy-port connection and the target it names; nullopt once the
+// client has been answered (400, 408) or has gone.
+struct ProxyHead {
+  http::request<http::empty_body> request;
+  ProxyTarget target;
+};
+
+awaitable<std::optional<ProxyHead>> read_proxy_head(tcp::socket& client,
+                                                   boost::beast::flat_buffer& buffer,
+                                                   std::chrono::milliseconds timeout) {
   http::request_parser<http::empty_body> parser;
   parser.header_limit(kMaximumRequestHeadBytes);
-  auto head = co_await (http::async_read_header(client, buffer, parser, kTuple) ||
-                        expire_after(shared->settings.head_timeout));
+  auto head = co_await (http::async_read_header(client, buffer, parser, kTuple) || expire_after(timeout));
   if (head.index() == 1) {
     co_await send_and_close(client, reply(408, "Request Timeout", "deskd: the request head did not come in time"));
-    co_return;
+    co_return std::nullopt;
   }
   if (auto [error, ignored] = std::get<0>(head); error) {
     if (error != http::error::end_of_stream && error != asio::error::eof) {
       co_await send_and_close(client, reply(400, "Bad Request", "deskd: not an HTTP proxy request (" + error.message() + ")"));
     }
-    co_return;
+    co_return std::nullopt;
   }
-  const auto& request = parser.get();
-  auto target = parse_proxy_target(request.method_string(), request.target());
+  auto target = parse_proxy_target(parser.get().method_string(), parser.get().target());
   if (!target.ok()) {
     co_await send_and_close(client, reply(400, "Bad Request", "deskd: " + target.error().what));
+    co_return std::nullopt;
+  }
+  co_return ProxyHead{parser.release(), std::move(target).value()};
+}
+
+// Closes a connection to a name's address that cannot be served: there is no HTTP in which
+// to answer (the tool sees the connection end; the event says why).
+void close_quietly(tcp::socket& client) {
+  boost::system::error_code ignored;
+  client.close(ignored);
+}
+
+// How the client is answered: HTTP (a proxy request), SOCKS5, or not at all (a connection
+// to a name's address, which carries no protocol of deskd's).
+enum class Answer { http, socks, none };
+
+// A refusal: a 403, SOCKS5's "not allowed by ruleset", or the connection closed.
+awaitable<void> refuse_or_close(ProxyShared& shared, tcp::socket& client, const ProxyTarget& target, Answer answer,
+                                std::string why) {
+  if (answer == Answer::http) {
+    co_await refuse(shared, client, target, why);
     co_return;
   }
-  if (!shared->settings.allowlist.allows_host(target->host, target->port)) {
-    co_await refuse(*shared, client, *target, "not in allowed_hosts");
+  shared.report(target.host, target.port, why);
+  if (answer == Answer::socks) co_await send_socks_reply(client, SocksReply::not_allowed);
+  close_quietly(client);
+}
+
+// A failure that is no refusal (resolution, connection): a 502, SOCKS5's "host
+// unreachable", or the connection closed.
+awaitable<void> fail_or_close(tcp::socket& client, Answer answer, std::string why) {
+  if (answer == Answer::http) {
+    co_await send_and_close(client, reply(502, "Bad Gateway", "deskd: " + why));
     co_return;
   }
-  if (shared->bytes_used.load() >= shared->settings.limits.bytes) {
-    co_await refuse(*shared, client, *target,
-                    "the desk's egress byte budget (" + std::to_string(shared->settings.limits.bytes >> 20) +
-                        " MiB, egress_mb) is spent");
+  if (answer == Answer::socks) co_await send_socks_reply(client, SocksReply::host_unreachable);
+  close_quietly(client);
+}
+
+// The checks, the connection to the origin and the relay, for an HTTP proxy request (`head`,
+// Answer::http), a SOCKS5 CONNECT, or a connection to a name's address (Answer::none).
+awaitable<void> serve_target(ProxyShared& shared, tcp::socket& client, const ProxyTarget& target, Answer answers,
+                             const http::request<http::empty_body>* head, boost::beast::flat_buffer& buffer) {
+  if (!shared.settings.allowlist.allows_host(target.host, target.port)) {
+    co_await refuse_or_close(shared, client, target, answers, "not in allowed_hosts");
     co_return;
   }
-  const Destinations destinations = co_await resolve_and_check(*shared, *target);
+  if (shared.bytes_used.load() >= shared.settings.limits.bytes) {
+    co_await refuse_or_close(shared, client, target, answers,
+                             "the desk's egress byte budget (" + std::to_string(shared.settings.limits.bytes >> 20) +
+                                 " MiB, egress_mb) is spent");
+    co_return;
+  }
+  const Destinations destinations = co_await resolve_and_check(shared, target);
   if (!destinations.failure.empty()) {
-    co_await send_and_close(client, reply(502, "Bad Gateway", "deskd: " + destinations.failure));
+    co_await fail_or_close(client, answers, destinations.failure);
     co_return;
   }
   if (destinations.allowed.empty()) {
     // Named first: g++ 12 destroys a conditional's temporary twice inside a co_await.
     std::string why = destinations.refused_why.empty() ? std::string("the name has no address") : destinations.refused_why;
-    co_await refuse(*shared, client, *target, why);
+    co_await refuse_or_close(shared, client, target, answers, why);
     co_return;
   }
-  auto upstream = co_await connect_checked(*shared, destinations.allowed);
+  auto upstream = co_await connect_checked(shared, destinations.allowed);
   if (!upstream) {
-    co_await send_and_close(client, reply(502, "Bad Gateway", "deskd: could not connect to " + shown(*target)));
+    co_await fail_or_close(client, answers, "could not connect to " + shown(target));
     co_return;
   }
-  const std::string opening = target->tunnel ? std::string("HTTP/1.1 200 Connection established\r\n\r\n")
-                                             : origin_request_head(request, *target);
-  auto& opening_socket = target->tunnel ? client : *upstream;
-  if (auto [error, written] = co_await asio::async_write(opening_socket, asio::buffer(opening), kTuple); error) co_return;
+  if (answers == Answer::socks) co_await send_socks_reply(client, SocksReply::succeeded);
+  if (answers == Answer::http && head != nullptr) {
+    const std::string opening = target.tunnel ? std::string("HTTP/1.1 200 Connection established\r\n\r\n")
+                                              : origin_request_head(*head, target);
+    auto& opening_socket = target.tunnel ? client : *upstream;
+    if (auto [error, written] = co_await asio::async_write(opening_socket, asio::buffer(opening), kTuple); error) {
+      co_return;
+    }
+  }
   // What the client sent after the head (a body, or the start of TLS) goes on first.
   if (buffer.size() > 0) {
-    if (!shared->charge(buffer.size())) co_return;
+    if (!shared.charge(buffer.size())) co_return;
     if (auto [error, written] = co_await asio::async_write(*upstream, buffer.data(), kTuple); error) co_return;
     buffer.consume(buffer.size());
   }
-  co_await relay_both_ways(*shared, client, *upstream, target->host, target->port);
+  co_await relay_both_ways(shared, client, *upstream, target.host, target.port);
+}
+
+}  // namespace
+
+awaitable<void> serve_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp::socket client) {
+  boost::beast::flat_buffer buffer(kMaximumRequestHeadBytes);
+  // SOCKS5 opens with its version byte, 5; an HTTP request with a method's letter.
+  std::uint8_t first = 0;
+  auto peeked = co_await (client.async_receive(asio::buffer(&first, 1), tcp::socket::message_peek, kTuple) ||
+                          expire_after(shared->settings.head_timeout));
+  if (peeked.index() == 0 && !std::get<0>(std::get<0>(peeked)) && first == 0x05) {
+    auto target = co_await read_socks_request(client, shared->settings.head_timeout);
+    if (!target) co_return;
+    co_await serve_target(*shared, client, *target, Answer::socks, nullptr, buffer);
+    co_return;
+  }
+  auto head = co_await read_proxy_head(client, buffer, shared->settings.head_timeout);
+  if (!head) co_return;
+  co_await serve_target(*shared, client, head->target, Answer::http, &head->request, buffer);
+}
+
+awaitable<void> serve_name_connection(std::shared_ptr<ProxyShared> shared, tcp::socket client, std::string name,
+                                      std::uint16_t port) {
+  boost::beast::flat_buffer nothing;
+  ProxyTarget target;
+  target.tunnel = true;
+  target.host = std::move(name);
+  target.port = port;
+  co_await serve_target(*shared, client, target, Answer::none, nullptr, nothing);
+}
+
+awaitable<void> refuse_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp::socket client, std::string why) {
+  const auto timeout = shared->settings.over_limit_head_timeout;
+  std::uint8_t first = 0;
+  auto peeked = co_await (client.async_receive(asio::buffer(&first, 1), tcp::socket::message_peek, kTuple) ||
+                          expire_after(timeout));
+  if (peeked.index() == 0 && !std::get<0>(std::get<0>(peeked)) && first == 0x05) {
+    auto target = co_await read_socks_request(client, timeout);
+    shared->report(target ? target->host : "", target ? target->port : 0, why);
+    if (target) co_await send_socks_reply(client, SocksReply::not_allowed);
+    close_quietly(client);
+    co_return;
+  }
+  boost::beast::flat_buffer buffer(kMaximumRequestHeadBytes);
+  http::request_parser<http::empty_body> parser;
+  parser.header_limit(kMaximumRequestHeadBytes);
+  auto head = co_await (http::async_read_header(client, buffer, parser, kTuple) ||
+                        expire_after(timeout));
+  if (head.index() == 0 && !std::get<0>(std::get<0>(head))) {
+    if (auto target = parse_proxy_target(parser.get().method_string(), parser.get().target()); target.ok()) {
+      co_await refuse(*shared, client, *target, why);
+      co_return;
+    }
+  }
+  shared->report("", 0, why);
+  co_await send_and_close(client, reply(403, "Forbidden", "deskd refused the connection: " + why));
 }
 
 }  // namespace deskd::egress

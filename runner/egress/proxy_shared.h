@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 
+#include "policy/egress_names.h"
 #include "runner/egress/egress_proxy.h"
 
 namespace deskd::egress {
@@ -20,7 +21,11 @@ struct ProxyShared {
   boost::asio::any_io_executor executor;
   EgressSettings settings;
   RefusalSink sink;
+  /// The exact allowed names on their loopback addresses (from settings.allowlist).
+  std::vector<policy::EgressName> names;
   std::atomic<std::uint64_t> open_connections{0};
+  /// Connections over the limit still being read for their request head (bounded).
+  std::atomic<std::uint64_t> refusing{0};
   std::atomic<std::uint64_t> bytes_used{0};
 
   /// Reports a refusal to the sink, within the rate limit.
@@ -35,8 +40,21 @@ struct ProxyShared {
   std::uint64_t unreported_ = 0;
 };
 
-/// Serves one connection the forwarder handed over, to its end.
+/// Serves one connection the forwarder handed over on the proxy port, to its end.
 boost::asio::awaitable<void> serve_proxy_connection(std::shared_ptr<ProxyShared> shared,
                                                     boost::asio::ip::tcp::socket client);
+
+/// Serves one connection made to an allowed name's loopback address (policy/egress_names.h):
+/// a tunnel to `name`:`port`, checked as a CONNECT to it is, with no HTTP at all (a refusal
+/// closes the connection; the event says why).
+boost::asio::awaitable<void> serve_name_connection(std::shared_ptr<ProxyShared> shared,
+                                                   boost::asio::ip::tcp::socket client, std::string name,
+                                                   std::uint16_t port);
+
+/// A proxy-port connection over the connection limit: its request (HTTP or SOCKS5) is read
+/// (bounded in bytes and time) so that the refusal names the host and port asked for, then
+/// refused.
+boost::asio::awaitable<void> refuse_proxy_connection(std::shared_ptr<ProxyShared> shared,
+                                                     boost::asio::ip::tcp::socket client, std::string why);
 
 }  // namespace deskd::egress

@@ -71,6 +71,7 @@ struct spec {
   char **candidates;
   char **arguments;
   char **variables;
+  struct deskd_egress_listener listeners[DESKD_EGRESS_MAX_LISTENERS];
 };
 
 static char **take_strings(char **cursor, const char *end, uint32_t count) {
@@ -111,7 +112,14 @@ static int read_spec(int fd, struct spec *spec) {
   spec->candidates = take_strings(&cursor, end, h->candidates);
   spec->arguments = spec->candidates ? take_strings(&cursor, end, h->arguments) : NULL;
   spec->variables = spec->arguments ? take_strings(&cursor, end, h->variables) : NULL;
-  if (spec->variables == NULL || (h->mode == DESKD_INIT_RUN && h->arguments == 0)) {
+  if (spec->variables == NULL || (h->mode == DESKD_INIT_RUN && h->arguments == 0) ||
+      h->egress_listeners > DESKD_EGRESS_MAX_LISTENERS) {
+    errno = EINVAL;
+    return -1;
+  }
+  const size_t listener_bytes = (size_t)h->egress_listeners * sizeof spec->listeners[0];
+  if (listener_bytes > 0 &&
+      pread(fd, spec->listeners, listener_bytes, (off_t)(sizeof *h + h->bytes)) != (ssize_t)listener_bytes) {
     errno = EINVAL;
     return -1;
   }
@@ -144,7 +152,8 @@ static _Noreturn void run(const struct spec *spec, int report_fd) {
   if (spec->header.egress_relay_fd >= 0) {
     const char *step = "start the egress forwarder";
     if (spec->header.egress_port == 0 || spec->header.egress_port > 65535 ||
-        deskd_start_egress_forwarder(spec->header.egress_relay_fd, (uint16_t)spec->header.egress_port, &step) != 0) {
+        deskd_start_egress_forwarder(spec->header.egress_relay_fd, (uint16_t)spec->header.egress_port,
+                                     spec->listeners, spec->header.egress_listeners, &step) != 0) {
       fail(report_fd, errno, step, 125);
     }
   }

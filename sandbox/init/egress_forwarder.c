@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,13 +15,16 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Every descriptor but `keep_low` and `keep_high` (keep_low < keep_high) is closed: the
- * forwarder must not hold the launcher's failure pipe (which would keep a launch waiting)
- * nor the command's streams. */
-static void close_all_but(int keep_low, int keep_high) {
-  if (keep_low > 0) syscall(SYS_close_range, 0U, (unsigned)keep_low - 1, 0U);
-  if (keep_high > keep_low + 1) syscall(SYS_close_range, (unsigned)keep_low + 1, (unsigned)keep_high - 1, 0U);
-  syscall(SYS_close_range, (unsigned)keep_high + 1, UINT_MAX, 0U);
+/* Every descriptor but the `count` ones in `keep` (ascending) is closed: the forwarder must
+ * not hold the launcher's failure pipe (which would keep a launch waiting) nor the
+ * command's streams. */
+static void close_all_but(const int *keep, unsigned count) {
+  unsigned first = 0;
+  for (unsigned index = 0; index < count; ++index) {
+    if ((unsigned)keep[index] > first) syscall(SYS_close_range, first, (unsigned)keep[index] - 1, 0U);
+    first = (unsigned)keep[index] + 1;
+  }
+  syscall(SYS_close_range, first, UINT_MAX, 0U);
 }
 
 static int hand_over(int relay_fd, int connection) {
@@ -48,54 +53,108 @@ static int hand_over(int relay_fd, int connection) {
   return sent == 1 ? 0 : -1;
 }
 
-static _Noreturn void forward(int listener, int relay_fd) {
+/* The listeners: the proxy port first, then one per allowed name and port. */
+static struct pollfd listening[1 + DESKD_EGRESS_MAX_LISTENERS];
+
+static _Noreturn void forward(unsigned count, int relay_fd) {
   for (;;) {
-    const int connection = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
-    if (connection < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      /* Out of descriptors or memory: wait a little rather than spin. */
-      const struct timespec pause = {0, 20 * 1000 * 1000};
-      nanosleep(&pause, NULL);
-      continue;
+    if (poll(listening, count, -1) < 0) continue; /* EINTR */
+    for (unsigned index = 0; index < count; ++index) {
+      if ((listening[index].revents & POLLIN) == 0) continue;
+      const int connection = accept4(listening[index].fd, NULL, NULL, SOCK_CLOEXEC);
+      if (connection < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) continue;
+        /* Out of descriptors or memory: wait a little rather than spin. */
+        const struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        continue;
+      }
+      const int handed = hand_over(relay_fd, connection);
+      close(connection); /* deskd holds its own copy now; the client sees a reset if it does not */
+      if (handed != 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)) _exit(0); /* deskd is gone */
     }
-    const int handed = hand_over(relay_fd, connection);
-    close(connection); /* deskd holds its own copy now; the client sees a reset if it does not */
-    if (handed != 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)) _exit(0); /* deskd is gone */
   }
 }
 
-int deskd_start_egress_forwarder(int relay_fd, uint16_t port, const char **step) {
-  *step = "listen on the desk's proxy port (127.0.0.1)";
-  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+/* A non-blocking listener on `address` (network order):`port`, or -1 with errno. */
+static int listen_on(uint32_t address, uint16_t port) {
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (listener < 0) return -1;
   const int yes = 1;
   setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  struct sockaddr_in address;
-  memset(&address, 0, sizeof address);
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(listener, (struct sockaddr *)&address, sizeof address) != 0 || listen(listener, 128) != 0) {
+  struct sockaddr_in where;
+  memset(&where, 0, sizeof where);
+  where.sin_family = AF_INET;
+  where.sin_port = htons(port);
+  where.sin_addr.s_addr = address;
+  if (bind(listener, (struct sockaddr *)&where, sizeof where) != 0 || listen(listener, 128) != 0) {
     const int saved = errno;
     close(listener);
     errno = saved;
     return -1;
+  }
+  return listener;
+}
+
+static void close_listeners(unsigned count) {
+  const int saved = errno;
+  for (unsigned index = 0; index < count; ++index) close(listening[index].fd);
+  errno = saved;
+}
+
+int deskd_start_egress_forwarder(int relay_fd, uint16_t port, const struct deskd_egress_listener *more,
+                                 uint32_t more_count, const char **step) {
+  *step = "listen on the desk's proxy port (127.0.0.1)";
+  if (more_count > DESKD_EGRESS_MAX_LISTENERS) {
+    errno = EINVAL;
+    return -1;
+  }
+  unsigned count = 0;
+  listening[0].fd = listen_on(htonl(INADDR_LOOPBACK), port);
+  if (listening[0].fd < 0) return -1;
+  listening[0].events = POLLIN;
+  count = 1;
+  *step = "listen on the loopback address of an allowed name (/etc/hosts)";
+  for (uint32_t index = 0; index < more_count; ++index) {
+    /* Only 127.100.0.0/16, which deskd gives the names: nothing else is deskd's to take. */
+    if ((ntohl(more[index].address) >> 16) != ((127u << 8) | 100u) || more[index].port == 0 ||
+        more[index].port > 65535) {
+      close_listeners(count);
+      errno = EINVAL;
+      return -1;
+    }
+    listening[count].fd = listen_on(more[index].address, (uint16_t)more[index].port);
+    if (listening[count].fd < 0) {
+      close_listeners(count);
+      return -1;
+    }
+    listening[count].events = POLLIN;
+    ++count;
   }
   *step = "start the egress forwarder";
   const pid_t forwarder = fork();
   if (forwarder < 0) {
-    const int saved = errno;
-    close(listener);
-    errno = saved;
+    close_listeners(count);
     return -1;
   }
   if (forwarder == 0) {
     signal(SIGPIPE, SIG_IGN);
-    if (listener < relay_fd) close_all_but(listener, relay_fd);
-    else close_all_but(relay_fd, listener);
-    forward(listener, relay_fd);
+    /* Kept: the listeners and the relay, in ascending order (insertion sort, no allocation). */
+    static int keep[2 + DESKD_EGRESS_MAX_LISTENERS];
+    unsigned kept = 0;
+    for (unsigned index = 0; index <= count; ++index) {
+      const int fd = index < count ? listening[index].fd : relay_fd;
+      unsigned at = kept++;
+      while (at > 0 && keep[at - 1] > fd) {
+        keep[at] = keep[at - 1];
+        --at;
+      }
+      keep[at] = fd;
+    }
+    close_all_but(keep, kept);
+    forward(count, relay_fd);
   }
-  close(listener);
+  for (unsigned index = 0; index < count; ++index) close(listening[index].fd);
   close(relay_fd);
   return 0;
 }

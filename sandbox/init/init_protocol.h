@@ -27,7 +27,8 @@
 enum deskd_init_mode { DESKD_INIT_RUN = 1, DESKD_INIT_FILES = 2 };
 
 /* Followed by `bytes` bytes of NUL-terminated strings: the executable candidates (absolute
- * paths to try in order), then argv, then the environment (NAME=value). */
+ * paths to try in order), then argv, then the environment (NAME=value); then
+ * `egress_listeners` deskd_egress_listener records. */
 struct deskd_init_header {
   uint32_t magic;
   uint32_t mode;
@@ -40,7 +41,19 @@ struct deskd_init_header {
    * port the forwarder listens on (egress_forwarder.h). -1 and 0 otherwise. */
   int32_t egress_relay_fd;
   uint32_t egress_port;
+  /* With the relay: how many more addresses the forwarder listens on, one per allowed
+   * name and port (policy/egress_names.h); at most DESKD_EGRESS_MAX_LISTENERS. */
+  uint32_t egress_listeners;
 };
+
+/* One more place the forwarder listens on: a loopback address in network byte order, and a
+ * port. deskd tells the connections apart by their local address (getsockname). */
+struct deskd_egress_listener {
+  uint32_t address;
+  uint32_t port;
+};
+
+#define DESKD_EGRESS_MAX_LISTENERS 256u
 
 /* The largest spec the init accepts, so that a broken one cannot make it allocate without
  * bound: argv and the environment together, as the kernel's own ARG_MAX-ish limit. */

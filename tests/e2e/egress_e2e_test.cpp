@@ -45,6 +45,10 @@ class EgressE2eTest : public ::testing::Test {
   std::vector<ToolOutcome> run(ServeDaemon& daemon, const std::vector<std::string>& commands) {
     std::vector<ScriptedCall> calls;
     for (const auto& command : commands) calls.push_back(bash_call(command));
+    return run_calls(daemon, calls);
+  }
+
+  std::vector<ToolOutcome> run_calls(ServeDaemon& daemon, const std::vector<ScriptedCall>& calls) {
     std::filesystem::copy_file(internet_.ca_file(), daemon.desk_directory("net") + "/ca.pem",
                                std::filesystem::copy_options::overwrite_existing);
     std::filesystem::permissions(daemon.desk_directory("net") + "/ca.pem", std::filesystem::perms(0644));
@@ -55,8 +59,8 @@ class EgressE2eTest : public ::testing::Test {
       return {};
     }
     auto outcomes = run_turn(daemon, "net", "go");
-    EXPECT_EQ(outcomes.size(), commands.size());
-    outcomes.resize(commands.size());
+    EXPECT_EQ(outcomes.size(), calls.size());
+    outcomes.resize(calls.size());
     return outcomes;
   }
 
@@ -176,6 +180,121 @@ TEST_F(EgressE2eTest, TheDeskReachesNoAddressDirectlyNorByRawSockets) {
   for (std::size_t index = 1; index < outcomes.size(); ++index) EXPECT_FALSE(outcomes[index].allowed());
 }
 
+// Tools that ignore proxy variables (node's fetch and https module) reach an exact allowed
+// name through the sandbox's /etc/hosts: the name's own loopback address, where deskd takes
+// the connection as a tunnel to the name with the same checks as a CONNECT. No proxy
+// variable is left for them to use.
+constexpr const char* kNoProxyVariables =
+    "unset HTTP_PROXY HTTPS_PROXY ALL_PROXY NO_PROXY http_proxy https_proxy all_proxy no_proxy; ";
+
+TEST_F(EgressE2eTest, NodeReachesAnExactAllowedNameWithoutProxyVariables) {
+  ServeDaemon daemon({DeskSetup{.name = "net", .script = "", .tables = kAllowlistSandbox}});
+  const std::string node = std::string(kNoProxyVariables) + "NODE_EXTRA_CA_CERTS=$PWD/ca.pem node -e ";
+  const auto outcomes = run_calls(daemon, {
+      bash_call(node + "\"fetch('https://www.egress.test/hello').then(r => r.text()).then(t => console.log(t))\""),
+      bash_call(node + "\"require('https').get('https://www.egress.test/hello', r => r.pipe(process.stdout))\""),
+      bash_call(node + "\"require('http').get('http://www.egress.test/hello', r => r.pipe(process.stdout))\""),
+      bash_call(std::string(kNoProxyVariables) + "getent hosts www.egress.test; cat /etc/hosts"),
+      ScriptedCall{"read_file", {{"path", "/etc/hosts"}}},
+  });
+  EXPECT_THAT(outcomes[0].text, HasSubstr("hello from www.egress.test at 10.201.0.10")) << describe(outcomes[0]);
+  EXPECT_THAT(outcomes[1].text, HasSubstr("hello from www.egress.test at 10.201.0.10")) << describe(outcomes[1]);
+  EXPECT_THAT(outcomes[2].text, HasSubstr("hello from www.egress.test at 10.201.0.10")) << describe(outcomes[2]);
+  for (std::size_t index = 0; index < 3; ++index) EXPECT_TRUE(outcomes[index].allowed()) << describe(outcomes[index]);
+  // www.egress.test is the first exact name of the list; loop.egress.test:8081 the third.
+  EXPECT_THAT(outcomes[3].text, HasSubstr("127.100.0.1     www.egress.test")) << describe(outcomes[3]);
+  EXPECT_THAT(outcomes[3].text, HasSubstr("127.100.0.3\tloop.egress.test")) << describe(outcomes[3]);
+  EXPECT_THAT(outcomes[3].text, HasSubstr("localhost")) << describe(outcomes[3]);
+  EXPECT_THAT(outcomes[3].text, Not(HasSubstr("svc.egress.test"))) << "a wildcard has no line";
+  // One world: the file tools read the same /etc/hosts as the desk's bash.
+  EXPECT_TRUE(outcomes[4].allowed()) << describe(outcomes[4]);
+  EXPECT_THAT(outcomes[4].text, HasSubstr("127.100.0.3\tloop.egress.test")) << describe(outcomes[4]);
+  EXPECT_TRUE(refusals(daemon).empty());
+}
+
+TEST_F(EgressE2eTest, WithoutProxyVariablesOtherNamesWildcardsAndRefusedAddressesFailClosed) {
+  ServeDaemon daemon({DeskSetup{.name = "net", .script = "", .tables = kAllowlistSandbox}});
+  const std::string fetch = std::string(kNoProxyVariables) + "NODE_EXTRA_CA_CERTS=$PWD/ca.pem node -e ";
+  const auto outcomes = run(daemon, {
+      fetch + "\"fetch('https://other.egress.test/hello').then(r => r.text()).then(console.log)\"",
+      fetch + "\"fetch('https://api.svc.egress.test/hello').then(r => r.text()).then(console.log)\"",
+      // An exact name on a port it was not given: nothing listens there.
+      std::string(kNoProxyVariables) + "curl -sS -m 10 http://www.egress.test:8080/hello",
+      // An exact name that resolves (for deskd) to loopback: refused as a CONNECT would be.
+      std::string(kNoProxyVariables) + "curl -sS -m 10 http://loop.egress.test:8081/hello",
+      std::string(kNoProxyVariables) + "curl -sS -m 10 http://inside.egress.test/hello",
+  });
+  EXPECT_THAT(outcomes[0].text, HasSubstr("fetch failed")) << describe(outcomes[0]);
+  EXPECT_THAT(outcomes[1].text, HasSubstr("fetch failed")) << describe(outcomes[1]);
+  EXPECT_THAT(outcomes[2].text, HasSubstr("Couldn't connect")) << describe(outcomes[2]);
+  // Closed by deskd: the request curl sent unread makes the close a reset.
+  const auto closed = ::testing::AnyOf(HasSubstr("Connection reset by peer"), HasSubstr("Empty reply from server"));
+  EXPECT_THAT(outcomes[3].text, closed) << describe(outcomes[3]);
+  EXPECT_THAT(outcomes[4].text, closed) << describe(outcomes[4]);
+  for (const auto& outcome : outcomes) EXPECT_FALSE(outcome.allowed()) << describe(outcome);
+  const auto refused = refusals(daemon);
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_EQ(event_data(refused[0], "host"), "loop.egress.test");
+  EXPECT_EQ(refused[0].at("data").at("port"), 8081);
+  EXPECT_THAT(event_data(refused[0], "why"), HasSubstr("resolves to 127.0.0.1, a loopback address"));
+  EXPECT_EQ(event_data(refused[1], "host"), "inside.egress.test");
+  EXPECT_THAT(event_data(refused[1], "why"), HasSubstr("resolves to 10.202.0.10, a private address"));
+  EXPECT_EQ(internet_.canary_log(), "");
+}
+
+TEST_F(EgressE2eTest, PythonRequestsAndPipWorkThroughTheProxy) {
+  ServeDaemon daemon({DeskSetup{.name = "net", .script = "", .tables = kAllowlistSandbox}});
+  const auto outcomes = run(daemon, {
+      "command -v python3",
+      "REQUESTS_CA_BUNDLE=$PWD/ca.pem python3 -c \"import requests; "
+      "print(requests.get('https://api.svc.egress.test/hello', timeout=20).text)\"",
+      "python3 -c \"import requests; print(requests.get('http://other.egress.test/hello', timeout=20).status_code)\"",
+      // pip with nothing of its own: no config, no cache, no version check, one index.
+      "PIP_CONFIG_FILE=/dev/null python3 -m pip install --no-cache-dir --disable-pip-version-check --no-deps "
+      "--cert $PWD/ca.pem --index-url https://www.egress.test/simple/ --target /tmp/packages tinypkg 2>&1 && "
+      "PYTHONPATH=/tmp/packages python3 -c 'import tinypkg; print(tinypkg.GREETING)'",
+  });
+  EXPECT_THAT(outcomes[0].text, HasSubstr("/usr/bin/python3")) << describe(outcomes[0]);
+  EXPECT_THAT(outcomes[1].text, HasSubstr("hello from api.svc.egress.test at 10.201.0.10")) << describe(outcomes[1]);
+  EXPECT_THAT(outcomes[2].text, HasSubstr("403")) << describe(outcomes[2]);
+  EXPECT_THAT(outcomes[3].text, HasSubstr("tinypkg from the small internet")) << describe(outcomes[3]);
+  EXPECT_TRUE(outcomes[3].allowed()) << describe(outcomes[3]);
+}
+
+TEST_F(EgressE2eTest, SocksFiveOnTheProxyPortGoesThroughTheSameChecks) {
+  ServeDaemon daemon({DeskSetup{.name = "net", .script = "", .tables = kAllowlistSandbox}});
+  const std::string socks = std::string(kNoProxyVariables) + "curl -sS -m 20 --socks5-hostname 127.0.0.1:3128 ";
+  const auto outcomes = run(daemon, {
+      socks + "--cacert $PWD/ca.pem https://api.svc.egress.test/hello",
+      socks + "http://other.egress.test/hello",
+      socks + "http://meta.egress.test/latest/meta-data/",
+  });
+  EXPECT_THAT(outcomes[0].text, HasSubstr("hello from api.svc.egress.test at 10.201.0.10")) << describe(outcomes[0]);
+  EXPECT_TRUE(outcomes[0].allowed()) << describe(outcomes[0]);
+  EXPECT_FALSE(outcomes[1].allowed()) << describe(outcomes[1]);
+  EXPECT_FALSE(outcomes[2].allowed()) << describe(outcomes[2]);
+  const auto refused = refusals(daemon);
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_EQ(event_data(refused[0], "host"), "other.egress.test");
+  EXPECT_EQ(event_data(refused[0], "why"), "not in allowed_hosts");
+  EXPECT_THAT(event_data(refused[1], "why"), HasSubstr("resolves to 169.254.169.254, a metadata address"));
+  EXPECT_EQ(internet_.canary_log(), "");
+}
+
+TEST_F(EgressE2eTest, ASilentTunnelIsClosedAfterTheIdleTimeout) {
+  ServeDaemon daemon({DeskSetup{.name = "net", .script = "", .tables = kAllowlistSandbox + "egress_idle_seconds = 1\n"}});
+  const auto outcomes = run(daemon, {
+      // A tunnel to the name's address that never speaks: deskd ends it, the read sees EOF
+      // long before `timeout` would stop it (status 124).
+      "exec 5<>/dev/tcp/www.egress.test/80; timeout 20 cat <&5; echo \"cat ended: $?\"",
+      "exec 6<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT www.egress.test:80 HTTP/1.1\\r\\n\\r\\n' >&6; "
+      "timeout 20 cat <&6; echo \"cat ended: $?\"",
+  });
+  EXPECT_THAT(outcomes[0].text, HasSubstr("cat ended: 0")) << describe(outcomes[0]);
+  EXPECT_THAT(outcomes[1].text, HasSubstr("200 Connection established")) << describe(outcomes[1]);
+  EXPECT_THAT(outcomes[1].text, HasSubstr("cat ended: 0")) << describe(outcomes[1]);
+}
+
 TEST_F(EgressE2eTest, NetworkNoneAndHostBehaveAsBefore) {
   ServeDaemon none({DeskSetup{.name = "net", .script = "", .tables = "[desk.sandbox]\nnetwork = \"none\"\n"}});
   const auto closed = run(none, {"env | grep -ci proxy; curl -sS -m 10 http://10.201.0.10/hello"});
@@ -198,7 +317,7 @@ TEST_F(EgressE2eTest, ADeskPastItsByteBudgetOrConnectionLimitIsCutOffAndTold) {
       "curl -sS -m 20 http://www.egress.test/hello",
       // Two connections that send nothing hold both places; the third is refused at once.
       "exec 5<>/dev/tcp/127.0.0.1/3128 6<>/dev/tcp/127.0.0.1/3128; sleep 1; exec 7<>/dev/tcp/127.0.0.1/3128; "
-      "timeout 10 tail -n 1 <&7",
+      "printf 'CONNECT www.egress.test:443 HTTP/1.1\\r\\n\\r\\n' >&7; timeout 10 tail -n 1 <&7",
   });
   const auto digits = outcomes[0].text.find_first_of("0123456789");
   ASSERT_NE(digits, std::string::npos) << describe(outcomes[0]);
@@ -206,7 +325,11 @@ TEST_F(EgressE2eTest, ADeskPastItsByteBudgetOrConnectionLimitIsCutOffAndTold) {
   EXPECT_THAT(outcomes[1].text, HasSubstr("egress byte budget (1 MiB, egress_mb) is spent")) << describe(outcomes[1]);
   EXPECT_THAT(outcomes[2].text, HasSubstr("the desk already has 2 connections open (egress_connections)"))
       << describe(outcomes[2]);
-  EXPECT_GE(refusals(daemon).size(), 3u);
+  const auto refused = refusals(daemon);
+  ASSERT_GE(refused.size(), 3u);
+  // The refusal for the limit names what was asked for: deskd read the request head first.
+  EXPECT_EQ(event_data(refused.back(), "host"), "www.egress.test");
+  EXPECT_EQ(refused.back().at("data").at("port"), 443);
 }
 
 TEST_F(EgressE2eTest, DeskdShellRunsTheSameProxyAndDeskdSandboxRefusesTheMode) {

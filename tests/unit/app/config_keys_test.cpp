@@ -155,6 +155,7 @@ network = "allowlist"
 allowed_hosts = ["api.kite.trade:443", "*.nseindia.com", "10.20.0.0/16"]
 egress_connections = 8
 egress_mb = 256
+egress_idle_seconds = 30
 [[desk]]
 name = "alpha"
 directory = "desks/alpha"
@@ -167,10 +168,18 @@ directory = "desks/beta"
   EXPECT_EQ(config.sandbox.network, sandbox::NetworkMode::allowlist);
   EXPECT_EQ(config.sandbox.egress.connections, 8u);
   EXPECT_EQ(config.sandbox.egress.bytes, std::uint64_t{256} << 20);
+  EXPECT_EQ(config.sandbox.egress.idle_seconds, 30u);
   ASSERT_EQ(config.desks.size(), 2u);
   EXPECT_THAT(config.desks[0].sandbox.allowed_hosts, ElementsAre("data.example.com"));
   EXPECT_EQ(config.desks[0].sandbox.network, sandbox::NetworkMode::allowlist);
   EXPECT_THAT(config.desks[1].sandbox.allowed_hosts, ElementsAre("api.kite.trade:443", "*.nseindia.com", "10.20.0.0/16"));
+}
+
+TEST_F(ConfigTest, AnOpenTunnelIsClosedAfterFiveSilentMinutesUnlessSaid) {
+  EXPECT_EQ(valid(kAlpha).sandbox.egress.idle_seconds, 300u);
+  const auto refused = problems(parse(std::string("[sandbox]\negress_idle_seconds = 86401\n") + kAlpha));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_THAT(refused[0], ::testing::HasSubstr("'egress_idle_seconds' must be at most 86400"));
 }
 
 TEST_F(ConfigTest, ABadHostPatternIsReportedAtItsOwnLineAndColumn) {
@@ -179,12 +188,14 @@ network = "allowlist"
 allowed_hosts = ["api.kite.trade",
                  "*.com", "ok.example.com:99999"]
 egress_connections = 0
+egress_idle_seconds = 0
 )") + kAlpha);
   EXPECT_THAT(problems(load),
               ElementsAre("4:18: 'allowed_hosts': '*.com' is not a host pattern: a wildcard needs at least two labels after '*.'",
                           "4:27: 'allowed_hosts': 'ok.example.com:99999' is not a host pattern: the port must be a number "
                           "from 1 to 65535",
-                          "5:22: 'egress_connections' must be at least 1"));
+                          "5:22: 'egress_connections' must be at least 1",
+                          "6:23: 'egress_idle_seconds' must be at least 1"));
 }
 
 }  // namespace
