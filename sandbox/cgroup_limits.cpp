@@ -36,13 +36,19 @@ bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0;
 // cgroup v2 lets a cgroup either hold processes or hand controllers to its children, not
 // both. deskd therefore moves itself into a leaf "deskd" of its delegated folder once,
 // then enables memory, pids and cpu for the folder's children: the sandboxes.
+// Looked up once per process, found or not ("" for none), as version1_folders() is: a
+// daemon on a host without delegation otherwise read /proc/self/mountinfo, /proc/self/cgroup
+// and cgroup.controllers again for every launch.
 Result<std::string> prepared_parent() {
   static std::mutex mutex;
   static std::optional<std::string> parent;
   std::lock_guard lock(mutex);
   if (parent) return *parent;
   const auto directory = delegated_cgroup_directory();
-  if (!directory) return std::string();
+  if (!directory) {
+    parent = std::string();
+    return *parent;
+  }
   const std::string leaf = *directory + "/deskd";
   if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
     return Error::from_errno(errno, "Creating deskd's own cgroup " + leaf + " failed");

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -22,9 +24,25 @@ struct Mount {
   std::string mount_point;
 };
 
+// A /proc/self file's text, read once per process: own_folder() is asked for a few
+// controllers in a row (cgroup_limits.cpp keeps its answer for the life of the process).
+const std::string& text_of(const char* path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> texts;
+  std::lock_guard lock(mutex);
+  auto [entry, inserted] = texts.try_emplace(path);
+  if (inserted) {
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    entry->second = text.str();
+  }
+  return entry->second;
+}
+
 // The v1 mount of `controller`: a "cgroup" line of mountinfo whose super options name it.
 std::optional<Mount> mount_of(const std::string& controller) {
-  std::ifstream mountinfo("/proc/self/mountinfo");
+  std::stringstream mountinfo(text_of("/proc/self/mountinfo"));
   for (std::string line; std::getline(mountinfo, line);) {
     const std::size_t separator = line.find(" - ");
     if (separator == std::string::npos) continue;
@@ -40,7 +58,7 @@ std::optional<Mount> mount_of(const std::string& controller) {
 
 // This process's path in the v1 hierarchy holding `controller` ("4:memory:/a/b").
 std::optional<std::string> path_in(const std::string& controller) {
-  std::ifstream cgroups("/proc/self/cgroup");
+  std::stringstream cgroups(text_of("/proc/self/cgroup"));
   for (std::string line; std::getline(cgroups, line);) {
     const std::size_t first = line.find(':');
     const std::size_t second = first == std::string::npos ? first : line.find(':', first + 1);

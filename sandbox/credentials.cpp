@@ -4,7 +4,6 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
-#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -53,9 +52,21 @@ Result<void> write_identity_maps(pid_t child, const IdentityPlan& plan) {
   return write_proc_file(child, "gid_map", gid_line);
 }
 
+// The highest capability this kernel knows: PR_CAPBSET_READ answers EINVAL past it. A
+// binary search of a few prctl calls, once per process (libcap's cap_max_bits does the same,
+// but loading libcap for it cost every launch of the lean deskd a shared library).
 int last_capability() {
-  const int last = static_cast<int>(cap_max_bits()) - 1;
-  return last > 0 ? last : CAP_LAST_CAP;
+  static const int last = [] {
+    int known = 0;        // CAP_CHOWN always exists
+    int unknown = 256;    // far past any kernel's
+    while (unknown - known > 1) {
+      const int middle = (known + unknown) / 2;
+      if (::prctl(PR_CAPBSET_READ, middle, 0, 0, 0) >= 0) known = middle;
+      else unknown = middle;
+    }
+    return known > 0 ? known : CAP_LAST_CAP;
+  }();
+  return last;
 }
 
 int become_sandbox_identity(const IdentityPlan& plan, const char** failed_step) {

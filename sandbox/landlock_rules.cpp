@@ -104,7 +104,14 @@ int apply_landlock(const LandlockPlan& plan, const char** failed_path) {
   const int ruleset = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attributes, size, 0));
   if (ruleset < 0) return -1;
   for (const LandlockRule& rule : plan.rules) {
-    const int fd = ::open(rule.path.c_str(), O_PATH | O_CLOEXEC);
+    // Most rules name folders: O_DIRECTORY says so without an fstat (a system call less per
+    // rule on every launch); ENOTDIR means a file, which takes file rights only.
+    std::uint64_t allowed = rule.allowed_access;
+    int fd = ::open(rule.path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOTDIR) {
+      fd = ::open(rule.path.c_str(), O_PATH | O_CLOEXEC);
+      allowed &= kFileRights;
+    }
     if (fd < 0) {
       // A writable place that does not exist was not bound; nothing to allow there.
       if (errno == ENOENT) continue;
@@ -112,9 +119,6 @@ int apply_landlock(const LandlockPlan& plan, const char** failed_path) {
       ::close(ruleset);
       return -1;
     }
-    struct stat status {};
-    std::uint64_t allowed = rule.allowed_access;
-    if (::fstat(fd, &status) == 0 && !S_ISDIR(status.st_mode)) allowed &= kFileRights;
     PathBeneathAttributes beneath{allowed, fd};
     const long added = ::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &beneath, 0);
     const int saved = errno;

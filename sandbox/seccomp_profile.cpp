@@ -422,27 +422,6 @@ Result<SeccompProgram> SeccompProgram::build() {
   return program;
 }
 
-SeccompProgram::SeccompProgram(SeccompProgram&& other) noexcept
-    : instructions_(std::move(other.instructions_)),
-      program_{static_cast<unsigned short>(instructions_.size()), instructions_.data()} {
-  other.program_ = {};
-}
-
-SeccompProgram& SeccompProgram::operator=(SeccompProgram&& other) noexcept {
-  if (this != &other) {
-    instructions_ = std::move(other.instructions_);
-    program_ = {static_cast<unsigned short>(instructions_.size()), instructions_.data()};
-    other.program_ = {};
-  }
-  return *this;
-}
-
-int SeccompProgram::install() const {
-  // The raw system call: glibc has no seccomp() wrapper, and libseccomp's seccomp_load
-  // allocates, which the child between clone and exec must not.
-  return static_cast<int>(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program_));
-}
-
 std::string describe_seccomp_profile() {
   std::string text;
   text += "deskd seccomp profile (x86_64)\n";

@@ -16,6 +16,7 @@
 #include "runner/app/sandbox_command.h"
 #include "runner/app/serve_command.h"
 #include "runner/app/shell_command.h"
+#include "sandbox/seccomp_profile.h"
 
 namespace {
 
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
   if (command == "doctor") return deskd::app::run_doctor_command(rest);
   if (command == "run") return deskd::app::run_run_command(rest);
   if (command == "policy") return deskd::app::run_policy_command(rest);
-  if (command == "sandbox") return deskd::app::run_sandbox_command(rest);
+  if (command == "sandbox") return deskd::app::run_sandbox_command(rest, &deskd::sandbox::describe_seccomp_profile);
   if (command == "serve") return deskd::app::run_serve_command(rest);
   if (command == "shell") return deskd::app::run_shell_command(rest);
   if (command == "mcp") return deskd::app::run_mcp_command(rest);

@@ -1,6 +1,7 @@
 // deskd's entry point, kept lean. `deskd sandbox` — a one-shot sandbox, where what a caller
 // waits for is mostly start-up — runs here, in a program linked against base, policy and
-// sandbox only: no OpenSSL, toml++, Beast, spdlog or libsystemd to load and initialise
+// sandbox only: no OpenSSL, toml++, Beast, spdlog or libsystemd to load and initialise, and
+// not even libseccomp (the BPF program is compiled in; --print-seccomp goes to deskd-full)
 // (bench/README.md, cold start). Every other command is the full program, deskd-full, which
 // this executes in its own place: the same process, arguments and environment.
 
@@ -40,7 +41,10 @@ std::vector<std::string> full_program_candidates() {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "sandbox") == 0) {
     const std::vector<std::string_view> arguments(argv + 2, argv + argc);
-    return deskd::app::run_sandbox_command(arguments);
+    // --print-seccomp needs libseccomp, which this program does not load: deskd-full's.
+    if (!deskd::app::sandbox_asks_for_seccomp_text(arguments)) {
+      return deskd::app::run_sandbox_command(arguments, nullptr);
+    }
   }
   if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
     std::puts("deskd " DESKD_VERSION);

@@ -12,7 +12,6 @@
 
 #include "runner/app/sandbox_options.h"
 #include "sandbox/launcher.h"
-#include "sandbox/seccomp_profile.h"
 
 namespace deskd::app {
 
@@ -75,7 +74,15 @@ int supervise(sandbox::SandboxedProcess& process, int signal_fd) {
 
 }  // namespace
 
-int run_sandbox_command(std::span<const std::string_view> arguments) {
+bool sandbox_asks_for_seccomp_text(std::span<const std::string_view> arguments) {
+  for (const std::string_view argument : arguments) {
+    if (argument == "--") return false;
+    if (argument == "--print-seccomp") return true;
+  }
+  return false;
+}
+
+int run_sandbox_command(std::span<const std::string_view> arguments, std::string (*describe_seccomp)()) {
   SandboxOptions options;
   std::vector<std::string> command;
 
@@ -90,7 +97,8 @@ int run_sandbox_command(std::span<const std::string_view> arguments) {
       return 0;
     }
     if (argument == "--print-seccomp") {
-      std::fputs(sandbox::describe_seccomp_profile().c_str(), stdout);
+      if (describe_seccomp == nullptr) return setup_error("--print-seccomp is deskd-full's; run it through deskd.");
+      std::fputs(describe_seccomp().c_str(), stdout);
       return 0;
     }
     if (!argument.starts_with("--")) {

@@ -190,7 +190,9 @@ Result<void> BashSession::State::start() {
   if (::pipe2(output_pipe, O_CLOEXEC) != 0) return Error::from_errno(errno, "Creating the terminal's output pipe failed");
   UniqueFd output_read(output_pipe[0]), output_write(output_pipe[1]);
   (void)::fcntl(output_read.get(), F_SETPIPE_SZ, kOutputPipeBytes);
-  if (!output_buffer) output_buffer = std::make_unique<char[]>(kOutputReadBytes);
+  // Not zeroed (make_unique<char[]> would memset 256 KiB, a page fault per 4 KiB, on every
+  // fresh terminal): reads fill it, and only what a read returned is ever looked at.
+  if (!output_buffer) output_buffer = std::make_unique_for_overwrite<char[]>(kOutputReadBytes);
   if (::pipe2(report_pipe, O_CLOEXEC) != 0) return Error::from_errno(errno, "Creating the terminal's report pipe failed");
   UniqueFd report_read(report_pipe[0]), report_write(report_pipe[1]);
 

@@ -130,12 +130,47 @@ static void forward_signal(int signal_number) {
   if (command_pid > 0) kill(command_pid, signal_number);
 }
 
+/* The signals this process ignores (SigIgn in /proc/self/status, hexadecimal), or every
+ * signal when that cannot be read. */
+static uint64_t ignored_signals(void) {
+  const uint64_t all = ~(uint64_t)0;
+  char text[4096];
+  const int fd = openat(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return all;
+  const ssize_t got = pread(fd, text, sizeof text - 1, 0);
+  close(fd);
+  if (got <= 0) return all;
+  text[got] = '\0';
+  static const char key[] = "\nSigIgn:\t";
+  const char *found = NULL;
+  for (const char *c = text; *c != '\0' && found == NULL; ++c) {
+    if (memcmp(c, key, sizeof key - 1) == 0) found = c + sizeof key - 1;
+  }
+  if (found == NULL) return all;
+  uint64_t mask = 0;
+  int digits = 0;
+  for (; digits < 16; ++digits, ++found) {
+    const char c = *found;
+    const int value = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (value < 0) break;
+    mask = (mask << 4) | (uint64_t)value;
+  }
+  return digits == 16 ? mask : all;
+}
+
 static _Noreturn void execute_command(const struct spec *spec, int report_fd) {
+  /* The command starts with every signal at its default. exec resets the caught ones by
+   * itself (the init catches none before this fork); only ignored ones (a daemon's SIGPIPE)
+   * would survive it, so only those are reset: one sigaction per signal was 64 system calls
+   * on every launch. */
   struct sigaction default_action;
   memset(&default_action, 0, sizeof default_action);
   default_action.sa_handler = SIG_DFL;
-  for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
-    sigaction(signal_number, &default_action, NULL); /* fails harmlessly for KILL and STOP */
+  const uint64_t ignored = ignored_signals();
+  for (int signal_number = 1; signal_number < NSIG && signal_number <= 64; ++signal_number) {
+    if ((ignored >> (signal_number - 1)) & 1) {
+      sigaction(signal_number, &default_action, NULL); /* fails harmlessly for KILL and STOP */
+    }
   }
   int last_error = ENOENT;
   for (char **candidate = spec->candidates; *candidate != NULL; ++candidate) {

@@ -1,0 +1,37 @@
+// The members of SeccompProgram a launch uses, in a file of their own: an object file of a
+// static library is linked only when something uses it, so a program that only launches
+// sandboxes (the lean deskd) takes these and not seccomp_profile.cpp, and never loads
+// libseccomp (bench/README.md, cold start).
+
+#include <linux/seccomp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <utility>
+
+#include "sandbox/seccomp_profile.h"
+
+namespace deskd::sandbox {
+
+SeccompProgram::SeccompProgram(SeccompProgram&& other) noexcept
+    : instructions_(std::move(other.instructions_)),
+      program_{static_cast<unsigned short>(instructions_.size()), instructions_.data()} {
+  other.program_ = {};
+}
+
+SeccompProgram& SeccompProgram::operator=(SeccompProgram&& other) noexcept {
+  if (this != &other) {
+    instructions_ = std::move(other.instructions_);
+    program_ = {static_cast<unsigned short>(instructions_.size()), instructions_.data()};
+    other.program_ = {};
+  }
+  return *this;
+}
+
+int SeccompProgram::install() const {
+  // The raw system call: glibc has no seccomp() wrapper, and libseccomp's seccomp_load
+  // allocates, which the child between clone and exec must not.
+  return static_cast<int>(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program_));
+}
+
+}  // namespace deskd::sandbox
