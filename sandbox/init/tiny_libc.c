@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,6 +122,13 @@ int kill(pid_t pid, int signal_number) { return (int)CALL(SYS_kill, pid, signal_
 
 int nanosleep(const struct timespec *duration, struct timespec *left) {
   return (int)CALL(SYS_nanosleep, duration, left, 0, 0, 0, 0);
+}
+
+/* ppoll, which both architectures have (aarch64 has no poll): the egress forwarder waits on
+ * its listeners with no timeout or a whole number of milliseconds. */
+int poll(struct pollfd *descriptors, nfds_t count, int timeout_ms) {
+  struct timespec timeout = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+  return (int)CALL(SYS_ppoll, descriptors, count, timeout_ms < 0 ? NULL : &timeout, NULL, 0, 0);
 }
 
 /* ---- files ---- */
