@@ -79,8 +79,9 @@ SandboxSpecBuilder::SandboxSpecBuilder(policy::Confinement confinement)
 SandboxSpecBuilder& SandboxSpecBuilder::apply(const SandboxSettings& settings) {
   network(settings.network);
   if (settings.network == NetworkMode::allowlist) {
-    // The exact names the desk reaches without proxy variables (policy/egress_names.h); the
-    // proxy derives the same from the same entries.
+    // The exact names the desk reaches without proxy variables (policy/egress_names.h),
+    // declared here once: the sandbox's /etc/hosts, its forwarder and deskd's proxy
+    // (attach_egress_proxy) all take them from the spec.
     auto allowlist = policy::EgressAllowlist::parse(settings.allowed_hosts);
     if (allowlist.ok()) spec_.egress_names = policy::egress_names(*allowlist);
     else problems_.push_back("allowed_hosts: " + allowlist.error().what);

@@ -215,12 +215,12 @@ bool ProxyShared::charge(std::uint64_t bytes) {
 }
 
 std::shared_ptr<sandbox::EgressRelaySource> make_egress_proxy(asio::any_io_executor executor, EgressSettings settings,
-                                                              RefusalSink sink) {
+                                                              std::vector<policy::EgressName> names, RefusalSink sink) {
   auto shared = std::make_shared<ProxyShared>();
   shared->executor = std::move(executor);
   shared->settings = std::move(settings);
   shared->sink = std::move(sink);
-  shared->names = policy::egress_names(shared->settings.allowlist);
+  shared->names = std::move(names);
   return std::make_shared<EgressProxy>(std::move(shared));
 }
 
@@ -230,7 +230,7 @@ Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, const sandbox::Sand
   auto allowlist = policy::EgressAllowlist::parse(settings.allowed_hosts);
   if (!allowlist.ok()) return Error::make(ErrorCode::invalid_argument, "allowed_hosts: " + allowlist.error().what);
   EgressSettings egress{std::move(allowlist).value(), settings.egress};
-  spec.egress = make_egress_proxy(std::move(executor), std::move(egress), std::move(sink));
+  spec.egress = make_egress_proxy(std::move(executor), std::move(egress), spec.egress_names, std::move(sink));
   return success();
 }
 

@@ -62,9 +62,12 @@ inline constexpr std::uint64_t kMaximumRefusalsReading = 8;
 inline constexpr std::size_t kMaximumRequestHeadBytes = 16 * 1024;
 
 /// A desk's proxy, as the relay source of its sandbox spec. Its coroutines run on
-/// `executor`; `sink` is called there.
+/// `executor`; `sink` is called there. `names` are the exact names on the loopback addresses
+/// the sandbox was given (its SandboxSpec::egress_names): the proxy maps connections back to
+/// names with the very list the desk's /etc/hosts and forwarder were made from.
 std::shared_ptr<sandbox::EgressRelaySource> make_egress_proxy(boost::asio::any_io_executor executor,
-                                                              EgressSettings settings, RefusalSink sink);
+                                                              EgressSettings settings,
+                                                              std::vector<policy::EgressName> names, RefusalSink sink);
 
 /// For network = "allowlist": parses `settings.allowed_hosts` and gives `spec` a proxy on
 /// `executor` reporting to `sink`. Does nothing for the other modes. Refuses a bad pattern.
