@@ -1,6 +1,7 @@
 #include "policy/egress_names.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 namespace deskd::policy {
@@ -15,19 +16,34 @@ std::array<std::uint8_t, 4> address_of(std::size_t index) {
   return {127, 100, static_cast<std::uint8_t>(number >> 8), static_cast<std::uint8_t>(number & 0xff)};
 }
 
-bool keeps(const std::string& line) {
+// The line kept of a host's /etc/hosts line: a loopback address with only its localhost and
+// ip6- names (never an allowed name: a host line that also named one would win over the
+// name's own address, and the tool would reach the sandbox's own loopback instead); nullopt
+// for any other line.
+std::optional<std::string> kept_line(const std::string& line, const std::vector<EgressName>& names) {
   std::istringstream words(line);
   std::string address;
-  if (!(words >> address) || address.front() == '#') return false;
+  if (!(words >> address) || address.front() == '#') return std::nullopt;
   const auto parsed = NetworkAddress::parse(address);
-  if (!parsed || refused_address_class(*parsed) != std::optional<std::string>("loopback")) return false;
+  if (!parsed || refused_address_class(*parsed) != std::optional<std::string>("loopback")) return std::nullopt;
   // Never a line of ours (or one that would take a name's address).
-  if (parsed->is_v4 && parsed->within(NetworkAddress::v4({127, 100, 0, 0}), 16)) return false;
+  if (parsed->is_v4 && parsed->within(NetworkAddress::v4({127, 100, 0, 0}), 16)) return std::nullopt;
+  std::string kept = address;
+  bool named = false;
+  bool dropped = false;
   for (std::string name; words >> name;) {
     if (name.front() == '#') break;
-    if (name.starts_with("localhost") || name.starts_with("ip6-")) return true;
+    const bool allowed_name =
+        std::any_of(names.begin(), names.end(), [&](const EgressName& each) { return each.name == name; });
+    if ((!name.starts_with("localhost") && !name.starts_with("ip6-")) || allowed_name) {
+      dropped = true;
+      continue;
+    }
+    kept += "\t" + name;
+    named = true;
   }
-  return false;
+  if (!named) return std::nullopt;
+  return dropped ? kept : line;  // as the host wrote it, unless a name had to go
 }
 
 }  // namespace
@@ -80,7 +96,7 @@ std::string egress_hosts_file(std::string_view host_file, const std::vector<Egre
   std::size_t kept = 0;
   std::istringstream lines{std::string(host_file)};
   for (std::string line; kept < kMaximumKeptLines && std::getline(lines, line);) {
-    if (keeps(line)) text += line + "\n", ++kept;
+    if (auto line_kept = kept_line(line, names)) text += *line_kept + "\n", ++kept;
   }
   if (kept == 0) text += "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
   for (const auto& name : names) {

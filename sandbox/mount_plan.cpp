@@ -310,7 +310,13 @@ int carry_out(const MountStep& s) {
       return ::symlink(s.source.c_str(), target) == 0 || errno == EEXIST ? 0 : -1;
     case Operation::write_file: {
       const int fd = ::open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, s.mode);
-      if (fd < 0 || ::fchmod(fd, s.mode) != 0) return -1;  // whatever the umask
+      if (fd < 0) return -1;
+      if (::fchmod(fd, s.mode) != 0) {  // whatever the umask
+        const int saved = errno;
+        ::close(fd);
+        errno = saved;
+        return -1;
+      }
       std::size_t done = 0;
       while (done < s.data.size()) {
         const ssize_t written = ::write(fd, s.data.data() + done, s.data.size() - done);

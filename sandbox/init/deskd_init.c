@@ -339,10 +339,12 @@ static _Noreturn void serve_files(void) {
 
 int main(int argc, char **argv) {
   /* First: from here on no process of the desk may read this one's memory or environment. */
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  const int not_dumpable = prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   const int report_fd = argc == 3 ? parse_descriptor(argv[2]) : -1;
   const int spec_fd = argc == 3 ? parse_descriptor(argv[1]) : -1;
   if (spec_fd < 0 || report_fd < 0) fail(report_fd, EINVAL, "start deskd-init (bad arguments)", 125);
+  /* The egress relay and the spec stay the init's only while it is not dumpable: fail closed. */
+  if (not_dumpable != 0) fail(report_fd, errno, "make deskd-init not dumpable (prctl PR_SET_DUMPABLE)", 125);
   struct spec spec;
   memset(&spec, 0, sizeof spec);
   if (read_spec(spec_fd, &spec) != 0) fail(report_fd, errno, "read the init's spec", 125);

@@ -72,5 +72,18 @@ TEST(EgressNamesTest, TheHostsFileKeepsTheHostsLocalhostLinesThenNamesEachName) 
   EXPECT_THAT(egress_hosts_file("", {}), HasSubstr("127.0.0.1\tlocalhost\n"));
 }
 
+// A host line that names an allowed name beside localhost would come first and win: the
+// tool would reach the sandbox's own loopback, not the name's address.
+TEST(EgressNamesTest, AHostLineKeepsOnlyItsLocalhostNames) {
+  const std::string host = "127.0.0.1 localhost localhost.example api.example.com other.example\n";
+  const std::string file = egress_hosts_file(host, egress_names(allowlist({"localhost.example", "api.example.com"})));
+  EXPECT_THAT(file, HasSubstr("127.0.0.1\tlocalhost\n"));
+  EXPECT_THAT(file, HasSubstr("127.100.0.1\tlocalhost.example\n"));
+  EXPECT_THAT(file, HasSubstr("127.100.0.2\tapi.example.com\n"));
+  EXPECT_THAT(file, Not(HasSubstr("other.example")));
+  EXPECT_EQ(file.find("api.example.com"), file.rfind("api.example.com"));
+  EXPECT_EQ(file.find("localhost.example"), file.rfind("localhost.example"));
+}
+
 }  // namespace
 }  // namespace deskd::policy
