@@ -1,6 +1,7 @@
 #include "sandbox/launcher.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -169,8 +170,8 @@ int exit_status_for_launch_error(const Error& error) {
 
 namespace {
 
-Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
-                                const StandardStreams& streams) {
+Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
+                              const StandardStreams& streams) {
   const SeccompProgram* seccomp = &shared_seccomp_program();
   DESKD_ASSIGN_OR_RETURN(const int init_image, init_image_descriptor());
   auto mount_steps = plan_mounts(spec);
@@ -280,33 +281,67 @@ Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, con
     return Error::from_errno(errno, "The sandbox could not be set up: waking the child failed");
   }
   sync.write_end.reset();
+  return StartingSandbox(std::move(process), std::move(failures.read_end));
+}
 
-  // The pipe closes without a record once the command has been executed.
+Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
+                                const StandardStreams& streams) {
+  DESKD_ASSIGN_OR_RETURN(StartingSandbox starting, start(spec, mode, command, streams));
+  return std::move(starting).finish();
+}
+
+}  // namespace
+
+bool StartingSandbox::set_up_over() const {
+  pollfd report{report_.get(), POLLIN, 0};
+  return retry_on_eintr([&] { return ::poll(&report, 1, 0); }) != 0;
+}
+
+Result<SandboxedProcess> StartingSandbox::finish() && {
+  // The pipe closes without a record once the command has been executed. It may have been
+  // made non-blocking by an event loop that waited on it (O_NONBLOCK belongs to the open
+  // pipe, which a dup shares): a read that would block waits here, and only end of file
+  // means success, never an error.
   ChildFailure failure;
   std::size_t received = 0;
   while (received < sizeof failure) {
     const ssize_t count = retry_on_eintr([&] {
-      return ::read(failures.read_end.get(), reinterpret_cast<char*>(&failure) + received, sizeof failure - received);
+      return ::read(report_.get(), reinterpret_cast<char*>(&failure) + received, sizeof failure - received);
     });
-    if (count <= 0) break;
+    if (count == 0) break;
+    if (count < 0 && errno == EAGAIN) {
+      pollfd report{report_.get(), POLLIN, 0};
+      (void)retry_on_eintr([&] { return ::poll(&report, 1, -1); });
+      continue;
+    }
+    if (count < 0) {
+      const int error_number = errno;
+      process_.close();
+      return Error::from_errno(error_number, "The sandbox could not be set up: reading its child's report failed");
+    }
     received += static_cast<std::size_t>(count);
   }
-  if (received == 0) return process;
-  process.close();
+  report_.reset();
+  if (received == 0) return std::move(process_);
+  process_.close();
   if (received < sizeof failure) {
     return Error::make(ErrorCode::internal, "The sandbox could not be set up: its child sent a truncated report.");
   }
   return launch_error(failure);
 }
 
-}  // namespace
-
-Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
-                                          const StandardStreams& streams) {
+Result<StartingSandbox> start_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
+                                        const StandardStreams& streams) {
   if (command.empty() || command.front().empty()) {
     return Error::make(ErrorCode::invalid_argument, "No command was given to run in the sandbox.");
   }
-  return launch(spec, DESKD_INIT_RUN, command, streams);
+  return start(spec, DESKD_INIT_RUN, command, streams);
+}
+
+Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
+                                          const StandardStreams& streams) {
+  DESKD_ASSIGN_OR_RETURN(StartingSandbox starting, start_sandboxed(spec, command, streams));
+  return std::move(starting).finish();
 }
 
 Result<SandboxedProcess> launch_file_opener(const SandboxSpec& spec, int socket_fd) {

@@ -36,6 +36,38 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec,
                                           const std::vector<std::string>& command,
                                           const StandardStreams& streams = {});
 
+/// A sandbox whose child has been created and woken but may still be setting itself up
+/// (mounts, seccomp, landlock, the init, the exec of the command). An event loop waits
+/// for report_fd() to become readable instead of blocking for the whole set-up, then
+/// calls finish(). Dropping it unfinished kills and reaps the sandbox.
+class StartingSandbox {
+ public:
+  StartingSandbox(SandboxedProcess process, UniqueFd report) : process_(std::move(process)), report_(std::move(report)) {}
+
+  /// The host pid of the sandbox's init.
+  pid_t pid() const { return process_.pid(); }
+
+  /// Readable (a failure record, or end of file once the command was executed) when the
+  /// set-up is over.
+  int report_fd() const { return report_.get(); }
+
+  /// Whether report_fd() is readable now (an event loop's wake-up may be spurious).
+  bool set_up_over() const;
+
+  /// The running sandbox, or the launch error naming the step that failed. Blocks until
+  /// the set-up is over if report_fd() is not yet readable.
+  Result<SandboxedProcess> finish() &&;
+
+ private:
+  SandboxedProcess process_;
+  UniqueFd report_;
+};
+
+/// launch_sandboxed without waiting for the child's set-up: the same checks, the same
+/// errors (those of the set-up come from finish()).
+Result<StartingSandbox> start_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
+                                        const StandardStreams& streams = {});
+
 /// Starts the desk's file opener: deskd-init in "files" mode in a new sandbox built from
 /// `spec`, answering requests on `socket_fd` (one end of a SOCK_SEQPACKET socketpair) with
 /// the desk's identity, mounts, landlock and seccomp. It ends when the other end closes.

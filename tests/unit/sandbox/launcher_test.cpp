@@ -6,6 +6,8 @@
 #include "sandbox/launcher.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -76,6 +78,50 @@ TEST(LauncherTest, ReportsAMissingCommandAndSetupFailures) {
   EXPECT_EQ(exit_status_for_launch_error(broken.error()), kSetupFailedStatus);
   EXPECT_NE(broken.error().what.find("enter the desk folder"), std::string::npos) << broken.error().what;
   EXPECT_NE(broken.error().what.find((root / "gone").native()), std::string::npos) << broken.error().what;
+  fs::remove_all(root);
+}
+
+// The two-step start an event loop uses: start_sandboxed returns before the child's set-up
+// is over; its report descriptor becomes readable when it is, and finish() gives the same
+// process or the same errors as launch_sandboxed. Dropping it unfinished leaves no child.
+TEST(LauncherTest, AStartedSandboxIsFinishedOrDroppedWithTheSameOutcomes) {
+  char pattern[] = "/var/tmp/deskd-launcher-XXXXXX";
+  const fs::path root = ::mkdtemp(pattern);
+  fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  auto spec = SandboxSpecBuilder(policy::Confinement::create(root, {}).value()).build().value();
+
+  auto started = start_sandboxed(spec, {"/bin/sh", "-c", "exit 7"});
+  ASSERT_TRUE(started.ok()) << started.error().what;
+  pollfd report{started->report_fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&report, 1, 10000), 1);
+  auto running = std::move(*started).finish();
+  ASSERT_TRUE(running.ok()) << running.error().what;
+  EXPECT_EQ(running->wait().value(), 7);
+
+  auto missing = start_sandboxed(spec, {"no-such-command-anywhere"});
+  ASSERT_TRUE(missing.ok()) << "the command is looked for inside the sandbox, after the start";
+  auto not_found = std::move(*missing).finish();
+  ASSERT_FALSE(not_found.ok());
+  EXPECT_EQ(exit_status_for_launch_error(not_found.error()), kNotFoundStatus);
+
+  // An event loop that waited on the report descriptor leaves the pipe non-blocking (the
+  // flag is the open pipe's, shared with the loop's dup): finish() still waits for the
+  // set-up rather than taking "would block" for success.
+  auto early = start_sandboxed(spec, {"/bin/sh", "-c", "exit 9"});
+  ASSERT_TRUE(early.ok()) << early.error().what;
+  ASSERT_EQ(::fcntl(early->report_fd(), F_SETFL, O_NONBLOCK), 0);
+  auto finished_early = std::move(*early).finish();
+  ASSERT_TRUE(finished_early.ok()) << finished_early.error().what;
+  EXPECT_EQ(finished_early->wait().value(), 9);
+
+  pid_t dropped_pid = 0;
+  {
+    auto dropped = start_sandboxed(spec, {"/bin/sleep", "30"});
+    ASSERT_TRUE(dropped.ok()) << dropped.error().what;
+    dropped_pid = dropped->pid();
+  }
+  EXPECT_NE(::kill(dropped_pid, 0), 0) << "a dropped start is killed and reaped";
+  EXPECT_FALSE(start_sandboxed(spec, {}).ok());
   fs::remove_all(root);
 }
 
