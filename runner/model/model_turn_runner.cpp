@@ -188,6 +188,8 @@ awaitable<ModelResponse> ModelTurnRunner::ask_for_turn(desk::TurnContext& contex
 }
 
 awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk::TurnContext& context) {
+  // The model takes far longer to write its first call than a terminal takes to start.
+  if (registry_) registry_->prepare();
   if (!cut_note_.empty()) add_user_text(transcript_, std::exchange(cut_note_, std::string()));
   add_user_text(transcript_, message);
   std::string reply;

@@ -93,8 +93,15 @@ struct BashSession::State {
 
   awaitable<void> lock();
   void unlock();
-  Result<void> start();
+  awaitable<Result<void>> start();
   void stop();
+  // Starts the next terminal in the background once this one has stopped, so that the
+  // next command finds it ready: a restart, a timeout or a limit met costs the desk no
+  // wait for a new sandbox. Only one at a time, never after a failed start (which would
+  // fail again) nor once the session is closed.
+  static void prepare_next(const std::shared_ptr<State>& self);
+  bool preparing = false;
+  bool last_start_failed = false;
   bool drain_output();
   enum class Report { none, finished, ended };
   Report read_reports(const std::string& id, int& status);
@@ -110,7 +117,14 @@ struct BashSession::State {
 // A desk that met its process or memory limit gets a fresh terminal: whatever was left
 // running (a fork bomb, a hog) goes with the old one, and the model is told which limit.
 std::string BashSession::State::limits_note(std::string_view printed) {
-  sandbox::LimitHits hits = process ? process->limit_hits(spec.limits.processes) : ended_hits;
+  // What the stopped terminal met (a restart records it) and what the live one has met:
+  // a terminal prepared after a restart must not hide its predecessor's limit.
+  sandbox::LimitHits hits = ended_hits;
+  if (process) {
+    const sandbox::LimitHits live = process->limit_hits(spec.limits.processes);
+    hits.process_limit = std::max(hits.process_limit, live.process_limit);
+    hits.memory_kills = std::max(hits.memory_kills, live.memory_kills);
+  }
   // Without a cgroup the count of processes is a moment's look, and a bomb's processes
   // come and go; bash saying that fork failed for want of processes is the surer sign.
   if (printed.find("fork: retry: Resource temporarily unavailable") != std::string_view::npos ||
@@ -183,23 +197,42 @@ awaitable<std::tuple<error_code>> wait_readable(asio::posix::stream_descriptor* 
 
 }  // namespace
 
-Result<void> BashSession::State::start() {
+awaitable<Result<void>> BashSession::State::start() {
   int input_pipe[2], output_pipe[2], report_pipe[2];
-  if (::pipe2(input_pipe, O_CLOEXEC) != 0) return Error::from_errno(errno, "Creating the terminal's input pipe failed");
+  if (::pipe2(input_pipe, O_CLOEXEC) != 0) co_return Error::from_errno(errno, "Creating the terminal's input pipe failed");
   UniqueFd input_read(input_pipe[0]), input_write(input_pipe[1]);
-  if (::pipe2(output_pipe, O_CLOEXEC) != 0) return Error::from_errno(errno, "Creating the terminal's output pipe failed");
+  if (::pipe2(output_pipe, O_CLOEXEC) != 0) co_return Error::from_errno(errno, "Creating the terminal's output pipe failed");
   UniqueFd output_read(output_pipe[0]), output_write(output_pipe[1]);
   (void)::fcntl(output_read.get(), F_SETPIPE_SZ, kOutputPipeBytes);
   // Not zeroed (make_unique<char[]> would memset 256 KiB, a page fault per 4 KiB, on every
   // fresh terminal): reads fill it, and only what a read returned is ever looked at.
   if (!output_buffer) output_buffer = std::make_unique_for_overwrite<char[]>(kOutputReadBytes);
-  if (::pipe2(report_pipe, O_CLOEXEC) != 0) return Error::from_errno(errno, "Creating the terminal's report pipe failed");
+  if (::pipe2(report_pipe, O_CLOEXEC) != 0) co_return Error::from_errno(errno, "Creating the terminal's report pipe failed");
   UniqueFd report_read(report_pipe[0]), report_write(report_pipe[1]);
 
   sandbox::StandardStreams streams{input_read.get(), output_write.get(), output_write.get(), {report_write.get()}};
   const std::vector<std::string> command = {"/bin/bash", "--noprofile", "--norc", "-c", std::string(kBashLoopScript)};
-  DESKD_ASSIGN_OR_RETURN(auto launched, sandbox::launch_sandboxed(spec, command, streams));
-  process.emplace(std::move(launched));
+  auto starting = sandbox::start_sandboxed(spec, command, streams);
+  if (!starting.ok()) co_return std::move(starting).error();
+  input_read.reset();  // the sandbox holds its own ends now
+  output_write.reset();
+  report_write.reset();
+  // The sandbox sets itself up (mounts, seccomp, the init, bash's exec) while the event
+  // loop serves the other desks: only the clone and the identity maps were synchronous.
+  // A wake-up is checked (the reactor may wake a descriptor spuriously); finish() waits
+  // itself if the dup cannot be had.
+  if (UniqueFd report(::fcntl(starting->report_fd(), F_DUPFD_CLOEXEC, 0)); report) {
+    asio::posix::stream_descriptor set_up(executor, report.release());
+    while (!starting->set_up_over()) {
+      auto [waited] = co_await set_up.async_wait(asio::posix::descriptor_base::wait_read, kAwait);
+      if (waited == asio::error::operation_aborted) throw boost::system::system_error(waited);  // dropped: killed
+      if (waited) break;
+    }
+  }
+  auto launched = std::move(*starting).finish();
+  if (!launched.ok()) co_return std::move(launched).error();
+  if (closed) co_return Error::make(ErrorCode::refused, "The terminal is closed: the desk has stopped.");
+  process.emplace(std::move(launched).value());
   const int pidfd = process->pidfd() >= 0 ? ::fcntl(process->pidfd(), F_DUPFD_CLOEXEC, 0) : -1;
   input.emplace(executor, input_write.release());
   output.emplace(executor, output_read.release());
@@ -210,7 +243,29 @@ Result<void> BashSession::State::start() {
   reports->non_blocking(true);
   report_buffer.clear();
   output_ended = false;
-  return success();
+  co_return success();
+}
+
+void BashSession::State::prepare_next(const std::shared_ptr<State>& self) {
+  if (self->closed || self->process || self->preparing || self->last_start_failed) return;
+  self->preparing = true;
+  asio::co_spawn(
+      self->executor,
+      [self]() -> awaitable<void> {
+        co_await self->lock();
+        try {
+          if (!self->process && !self->closed) {
+            // A failure is not reported here: the next command starts its own terminal
+            // and says why that failed.
+            auto started = co_await self->start();
+            self->last_start_failed = !started.ok();
+          }
+        } catch (...) {
+        }
+        self->preparing = false;
+        self->unlock();
+      },
+      asio::detached);
 }
 
 void BashSession::State::stop() {
@@ -307,8 +362,10 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
   // A bash that died between commands (out of memory, say) is noticed here: start afresh.
   for (int attempt = 0;; ++attempt) {
     if (!process) {
-      auto started = start();
+      auto started = co_await start();
+      last_start_failed = !started.ok();
       if (!started.ok()) {
+        if (closed) co_return CommandOutcome{"The terminal is closed: the desk has stopped.", std::nullopt, false};
         co_return CommandOutcome{"The terminal could not start: " + started.error().what, std::nullopt, false};
       }
     }
@@ -407,6 +464,7 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
     outcome = CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false};
   }
   state->unlock();
+  State::prepare_next(state);
   if (cancelled) std::rethrow_exception(cancelled);
   co_return outcome;
 }
@@ -433,7 +491,10 @@ awaitable<void> BashSession::restart() {
   co_await state->lock();
   state->stop();
   state->unlock();
+  State::prepare_next(state);
 }
+
+void BashSession::prepare() { State::prepare_next(state_); }
 
 awaitable<void> BashSession::close() {
   // Not behind the lock: a running command is ended at once, and reports "closed".

@@ -53,8 +53,15 @@ class BashSession {
   /// or malformed id gives "no such job: <id>".
   boost::asio::awaitable<CommandOutcome> check_background(std::string job_id);
 
-  /// Stops bash (and everything in its sandbox); the next command starts a fresh terminal.
+  /// Stops bash (and everything in its sandbox); the next command gets a fresh terminal,
+  /// which the session starts at once in the background so that the command need not wait
+  /// for it (so does a timeout, a limit met or a bash that died).
   boost::asio::awaitable<void> restart();
+
+  /// Starts the terminal now, in the background, if none is running or starting, so that
+  /// the next command need not wait for it; a start that fails is left to that command,
+  /// which says why. Nothing once closed.
+  void prepare();
 
   /// Stops bash for good; later calls return a "closed" outcome.
   boost::asio::awaitable<void> close();

@@ -67,6 +67,7 @@ class BashTool final : public SessionTool {
     co_return bash_result(co_await session().run(std::move(*command)));
   }
 
+  void prepare() override { session().prepare(); }
   awaitable<void> close() override { co_await session().close(); }
 };
 

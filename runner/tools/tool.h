@@ -66,6 +66,11 @@ class Tool {
   virtual std::string_view output_schema() const { return kBasicOutputSchema; }
   /// Runs the tool. Never throws; bad input gives an error result naming the problem.
   virtual boost::asio::awaitable<ToolResult> call(const boost::json::object& input) = 0;
+  /// Starts in the background what the tool's first call would otherwise wait for (the bash
+  /// session's terminal): a turn has begun and its model is still writing. Never fails:
+  /// a start that fails is tried again, and reported, by the call. Most tools have nothing
+  /// to start.
+  virtual void prepare() {}
   /// Releases what the tool holds (the bash session); later calls fail with a clear result.
   virtual boost::asio::awaitable<void> close();
   /// What of the desk it may touch.

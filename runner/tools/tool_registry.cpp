@@ -59,6 +59,11 @@ boost::asio::awaitable<ToolResult> ToolRegistry::call(std::string_view name, con
   }
 }
 
+void ToolRegistry::prepare() {
+  if (closed_) return;
+  for (const auto& tool : tools_) tool->prepare();
+}
+
 boost::asio::awaitable<void> ToolRegistry::close() {
   if (closed_) co_return;
   closed_ = true;

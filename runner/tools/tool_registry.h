@@ -24,6 +24,9 @@ class ToolRegistry {
   const std::vector<std::unique_ptr<Tool>>& tools() const { return tools_; }
   /// Calls the tool `name`; an unknown name gives an error result listing the known ones.
   boost::asio::awaitable<ToolResult> call(std::string_view name, const boost::json::object& input);
+  /// Lets every tool start what its first call would wait for (Tool::prepare), in the
+  /// background; nothing once closed.
+  void prepare();
   /// Closes every tool. Calls after this get an error result.
   boost::asio::awaitable<void> close();
   bool closed() const { return closed_; }

@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 // A tool that echoes its input's "text" and remembers the order of its calls.
 class EchoTool final : public tools::Tool {
  public:
-  explicit EchoTool(std::vector<std::string>& calls) : calls_(calls) {}
+  explicit EchoTool(std::vector<std::string>& calls, int* prepares = nullptr) : calls_(calls), prepares_(prepares) {}
   std::string_view name() const override { return "echo"; }
   std::string_view description() const override { return "Echoes text."; }
   std::string_view input_schema() const override {
@@ -39,9 +39,13 @@ class EchoTool final : public tools::Tool {
     calls_.emplace_back(text->as_string());
     co_return tools::ToolResult::success(std::string(text->as_string()));
   }
+  void prepare() override {
+    if (prepares_ != nullptr) ++*prepares_;
+  }
 
  private:
   std::vector<std::string>& calls_;
+  int* prepares_;
 };
 
 // A tool that waits until its turn is stopped (at most a minute).
@@ -105,11 +109,12 @@ class ModelTurnRunnerTest : public ::testing::Test {
   std::shared_ptr<ModelTurnRunner> runner_for(std::string_view script) {
     auto provider = std::make_shared<ScriptProvider>(ScriptProvider::parse(script).value());
     registry_ = std::make_shared<tools::ToolRegistry>();
-    registry_->add(std::make_unique<EchoTool>(calls_));
+    registry_->add(std::make_unique<EchoTool>(calls_, &prepares_));
     return std::make_shared<ModelTurnRunner>(provider, registry_, TurnRunnerSettings{"You are a test desk."});
   }
   asio::io_context context_;
   std::vector<std::string> calls_;
+  int prepares_ = 0;
   std::shared_ptr<tools::ToolRegistry> registry_;
   RecordingContext turn_;
 };
@@ -127,6 +132,13 @@ TEST_F(ModelTurnRunnerTest, RunsToolCallsInOrderUntilTheModelAnswers) {
   // user, assistant (tool calls), user (results), assistant (answer)
   ASSERT_EQ(runner->transcript().size(), 4u);
   EXPECT_EQ(runner->transcript()[2].at("content").as_array()[1].at("content"), "b");
+}
+
+// The tools start what they need (the terminal) when the turn begins, while the model writes.
+TEST_F(ModelTurnRunnerTest, ATurnLetsTheToolsPrepareOnceAsItBegins) {
+  auto runner = runner_for(R"({"steps": [{"tool_calls": [{"name": "echo", "input": {"text": "a"}}]}, {"text": "ok"}]})");
+  wait(context_, runner->run_turn("go", turn_));
+  EXPECT_EQ(prepares_, 1);
 }
 
 TEST_F(ModelTurnRunnerTest, ToolErrorsAndUnknownToolsGoBackToTheModel) {

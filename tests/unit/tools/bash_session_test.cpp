@@ -4,10 +4,13 @@
 #include "runner/tools/bash_session.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <boost/asio.hpp>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -231,6 +234,101 @@ TEST_F(BashSessionTest, RestartGivesAFreshTerminal) {
   run("export A=1");
   wait(session_->restart());
   EXPECT_EQ(run("echo ${A:-fresh}").output, "fresh\n");
+}
+
+// The sandboxes of this test: the host pids whose parent is this process, zombies too.
+std::vector<pid_t> children_of_this_process() {
+  std::vector<pid_t> children;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const auto after_name = line.rfind(')');
+    if (after_name == std::string::npos) continue;
+    std::istringstream fields(line.substr(after_name + 2));
+    char state = 0;
+    pid_t parent = 0;
+    fields >> state >> parent;
+    if (parent == ::getpid()) children.push_back(std::stoi(name));
+  }
+  return children;
+}
+
+// A restart starts the next terminal at once, in the background: the next command finds it
+// ready (no sandbox start on its critical path) and still fresh.
+TEST_F(BashSessionTest, ARestartPreparesTheNextTerminal) {
+  run("export A=1");
+  const std::vector<pid_t> before = children_of_this_process();
+  ASSERT_EQ(before.size(), 1u);
+  wait(session_->restart());  // runs the loop until the prepared terminal has started
+  const std::vector<pid_t> prepared = children_of_this_process();
+  ASSERT_EQ(prepared.size(), 1u);
+  EXPECT_NE(prepared, before);
+  EXPECT_EQ(run("echo ${A:-fresh}").output, "fresh\n");
+  EXPECT_EQ(children_of_this_process(), prepared) << "the command ran in the prepared terminal";
+}
+
+TEST_F(BashSessionTest, ATimeoutPreparesTheNextTerminal) {
+  remake(0.3, maximum_characters_);
+  EXPECT_FALSE(run("sleep 5").exit_status.has_value());
+  const std::vector<pid_t> prepared = children_of_this_process();
+  ASSERT_EQ(prepared.size(), 1u);
+  EXPECT_EQ(run("echo again").output, "again\n");
+  EXPECT_EQ(children_of_this_process(), prepared);
+}
+
+// The next terminal starts while the last one's sandbox is still being torn down, and its
+// set-up is awaited on the event loop: it must be whole when the next command comes.
+TEST_F(BashSessionTest, ATerminalPreparedAsTheLastOneEndsRunsTheNextCommand) {
+  for (int round = 0; round < 40; ++round) {
+    run("true");
+    EXPECT_EQ(run("sleep infinity & exit 1").exit_status, 1);
+    const CommandOutcome next = run("echo hi");
+    ASSERT_EQ(next.output, "hi\n") << "round " << round;
+  }
+}
+
+// Closing (the desk stops) or destroying the session while the next terminal starts leaves
+// no sandbox behind.
+TEST_F(BashSessionTest, ClosingWhileTheNextTerminalStartsLeavesNoSandbox) {
+  run("true");
+  asio::co_spawn(
+      context_,
+      [this]() -> asio::awaitable<void> {
+        co_await session_->restart();
+        co_await session_->close();
+      },
+      asio::detached);
+  context_.restart();
+  context_.run();
+  EXPECT_TRUE(children_of_this_process().empty());
+  EXPECT_THAT(run("echo hi").output, HasSubstr("closed"));
+
+  remake(timeout_seconds_, maximum_characters_);
+  run("true");
+  asio::co_spawn(
+      context_,
+      [this]() -> asio::awaitable<void> {
+        co_await session_->restart();
+        session_.reset();
+      },
+      asio::detached);
+  context_.restart();
+  context_.run();
+  EXPECT_TRUE(children_of_this_process().empty());
+}
+
+// A sandbox that cannot start keeps saying why at each command, restarts or not.
+TEST_F(BashSessionTest, ASandboxThatCannotStartSaysSoAfterARestartToo) {
+  auto spec = *spec_;
+  spec.working_directory = root_ / "missing";
+  BashSession broken(context_.get_executor(), spec, 5, 1000);
+  EXPECT_THAT(wait(broken.run("echo hi")).output, HasSubstr("could not start"));
+  wait(broken.restart());
+  EXPECT_TRUE(children_of_this_process().empty());
+  EXPECT_THAT(wait(broken.run("echo hi")).output, HasSubstr("could not start"));
 }
 
 TEST_F(BashSessionTest, CloseIsFinal) {

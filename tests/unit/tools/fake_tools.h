@@ -19,6 +19,7 @@ namespace deskd::tools::testing {
 struct FakeToolLog {
   int calls = 0;
   int closes = 0;
+  int prepares = 0;
   int slow_started = 0;
   int slow_cancelled = 0;  ///< slow calls whose wait was cancelled
 };
@@ -40,6 +41,7 @@ class EchoTool : public Tool {
     if (text == nullptr || !text->is_string()) co_return ToolResult::failure("echo needs a string 'text'.");
     co_return ToolResult{std::string(text->as_string()), false, 0, false};
   }
+  void prepare() override { ++log_->prepares; }
   boost::asio::awaitable<void> close() override {
     ++log_->closes;
     co_return;

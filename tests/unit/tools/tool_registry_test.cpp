@@ -93,6 +93,18 @@ TEST(ToolRegistryTest, CloseClosesEveryToolOnceEvenWhenOneThrows) {
   EXPECT_EQ(log->closes, 2);
 }
 
+TEST(ToolRegistryTest, PrepareReachesEveryToolUntilClosed) {
+  auto log = std::make_shared<FakeToolLog>();
+  ToolRegistry registry;
+  registry.add(std::make_unique<EchoTool>(log));
+  registry.add(std::make_unique<EchoTool>(log, "echo_two"));
+  registry.prepare();
+  EXPECT_EQ(log->prepares, 2);
+  run_on_loop(registry.close());
+  registry.prepare();
+  EXPECT_EQ(log->prepares, 2);
+}
+
 TEST(ToolRegistryTest, CallsAfterCloseAreErrorResults) {
   auto log = std::make_shared<FakeToolLog>();
   ToolRegistry registry = make_fake_registry(log);
