@@ -36,6 +36,8 @@
 #include <vector>
 
 #include "policy/confinement.h"
+#include "bench/bash_session_options.h"
+#include "bench/fresh_terminal.h"
 #include "runner/tools/bash_session.h"
 #include "sandbox/desk_preparation.h"
 #include "sandbox/sandbox_spec.h"
@@ -47,103 +49,9 @@ namespace fs = std::filesystem;
 using deskd::tools::BashSession;
 using deskd::tools::CommandOutcome;
 using Clock = std::chrono::steady_clock;
-
-struct Options {
-  long runs = 2000;
-  long warmup = 20;
-  long long flood_bytes = 200000000;
-  std::size_t maximum_characters = 20000;  // the seed's default for the bash tool
-  double timeout_seconds = 120;            // the seed's default
-  double max_growth_mb = 1;
-  long fresh = 0;  // fresh sessions whose first run("true") is timed; 0: none
-  bool round_trip = true;
-  bool flood = true;
-  std::string raw_file;
-  std::string fresh_raw_file;
-};
-
-void usage(std::FILE* stream) {
-  std::fputs(
-      "usage: bash_session_bench [-n RUNS] [--warmup RUNS] [--flood-bytes BYTES]\n"
-      "                          [--max-growth-mb MB] [--no-round-trip] [--no-flood] [--raw FILE]\n"
-      "                          [--fresh SESSIONS [--fresh-raw FILE]]\n"
-      "\n"
-      "  -n, --runs RUNS        timed run(\"true\") round trips (default 2000)\n"
-      "  --warmup RUNS          untimed round trips first (default 20)\n"
-      "  --flood-bytes BYTES    size of each flood (default 200000000)\n"
-      "  --max-growth-mb MB     a flood may raise the peak RSS by less than this (default 1)\n"
-      "  --fresh SESSIONS       time the first run(\"true\") of this many fresh sessions, each\n"
-      "                         from creating the session (sandbox, init, bash) to the outcome\n"
-      "  --fresh-raw FILE       append each fresh session's time, in milliseconds, to FILE\n"
-      "  --no-round-trip        skip the round trips\n"
-      "  --no-flood             skip the floods\n"
-      "  --raw FILE             append every round trip, in microseconds, to FILE\n",
-      stream);
-}
-
-bool parse_number(const char* text, long long minimum, long long& value) {
-  char* end = nullptr;
-  errno = 0;
-  const long long parsed = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || parsed < minimum) return false;
-  value = parsed;
-  return true;
-}
-
-std::optional<Options> parse_arguments(int argc, char** argv) {
-  Options options;
-  for (int index = 1; index < argc; ++index) {
-    const std::string argument = argv[index];
-    const auto next = [&]() -> const char* {
-      if (index + 1 >= argc) {
-        std::fprintf(stderr, "bash_session_bench: %s needs a value\n", argument.c_str());
-        return nullptr;
-      }
-      return argv[++index];
-    };
-    long long number = 0;
-    if (argument == "-n" || argument == "--runs") {
-      const char* value = next();
-      if (value == nullptr || !parse_number(value, 1, number)) return std::nullopt;
-      options.runs = static_cast<long>(number);
-    } else if (argument == "--warmup") {
-      const char* value = next();
-      if (value == nullptr || !parse_number(value, 0, number)) return std::nullopt;
-      options.warmup = static_cast<long>(number);
-    } else if (argument == "--flood-bytes") {
-      const char* value = next();
-      if (value == nullptr || !parse_number(value, 1, number)) return std::nullopt;
-      options.flood_bytes = number;
-    } else if (argument == "--max-growth-mb") {
-      const char* value = next();
-      if (value == nullptr) return std::nullopt;
-      options.max_growth_mb = std::atof(value);
-    } else if (argument == "--fresh") {
-      const char* value = next();
-      if (value == nullptr || !parse_number(value, 1, number)) return std::nullopt;
-      options.fresh = static_cast<long>(number);
-    } else if (argument == "--fresh-raw") {
-      const char* value = next();
-      if (value == nullptr) return std::nullopt;
-      options.fresh_raw_file = value;
-    } else if (argument == "--no-round-trip") {
-      options.round_trip = false;
-    } else if (argument == "--no-flood") {
-      options.flood = false;
-    } else if (argument == "--raw") {
-      const char* value = next();
-      if (value == nullptr) return std::nullopt;
-      options.raw_file = value;
-    } else if (argument == "-h" || argument == "--help") {
-      usage(stdout);
-      std::exit(0);
-    } else {
-      std::fprintf(stderr, "bash_session_bench: unknown argument %s\n", argument.c_str());
-      return std::nullopt;
-    }
-  }
-  return options;
-}
+using deskd::bench::Options;
+using deskd::bench::parse_arguments;
+using deskd::bench::usage;
 
 // A temporary desk under /var/tmp, as the tests make one; removed when this goes away.
 class TemporaryDesk {
@@ -381,29 +289,38 @@ int run_benchmark(const Options& options) {
     std::printf("deskd_first_run_ms=%.3f\n", milliseconds);
   }
 
-  // A desk's fresh bash, as the daemon starts one after a restart: a new session, its
-  // sandbox and bash started by the first command, that command's outcome.
-  if (options.fresh > 0) {
-    std::vector<double> samples;
-    for (long index = 0; index < options.fresh; ++index) {
-      BashSession fresh(context.get_executor(), *spec, options.timeout_seconds, options.maximum_characters);
-      const auto start = Clock::now();
-      const CommandOutcome first = wait(context, fresh.run("true"));
-      samples.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-      if (first.exit_status != 0) {
-        std::fprintf(stderr, "bash_session_bench: a fresh session does not run `true`: %s\n", first.output.c_str());
-        return 1;
-      }
-      wait(context, fresh.close());
+  // A desk's fresh bash: a new session's first command, and the next command after a
+  // restart (the session has prepared the next terminal meanwhile).
+  const auto report_fresh = [&](const char* name, long count, const deskd::bench::FreshTimes& times,
+                                const std::string& raw_file) {
+    if (!times.problem.empty()) {
+      std::fprintf(stderr, "bash_session_bench: %s\n", times.problem.c_str());
+      return false;
     }
-    if (!options.fresh_raw_file.empty()) {
-      std::ofstream raw(options.fresh_raw_file, std::ios::app);
-      for (double sample : samples) raw << sample << "\n";
+    if (!raw_file.empty()) {
+      std::ofstream raw(raw_file, std::ios::app);
+      for (double sample : times.milliseconds) raw << sample << "\n";
     }
-    const Statistics fresh_statistics = statistics(samples);
-    std::printf("deskd_fresh_sessions=%ld\n", options.fresh);
-    std::printf("deskd_fresh_median_ms=%.3f\n", fresh_statistics.median);
-    std::printf("deskd_fresh_p90_ms=%.3f\n", fresh_statistics.p90);
+    const Statistics fresh_statistics = statistics(times.milliseconds);
+    std::printf("deskd_%s_runs=%ld\n", name, count);
+    std::printf("deskd_%s_median_ms=%.3f\n", name, fresh_statistics.median);
+    std::printf("deskd_%s_p90_ms=%.3f\n", name, fresh_statistics.p90);
+    std::printf("deskd_%s_longest_loop_stall_ms=%.3f\n", name, times.longest_loop_stall_ms);
+    return true;
+  };
+  if (options.fresh > 0 &&
+      !report_fresh("fresh", options.fresh,
+                    wait(context, deskd::bench::time_fresh_sessions(*spec, options.fresh, options.timeout_seconds,
+                                                                    options.maximum_characters)),
+                    options.fresh_raw_file)) {
+    return 1;
+  }
+  if (options.after_restart > 0 &&
+      !report_fresh("after_restart", options.after_restart,
+                    wait(context, deskd::bench::time_after_restart(session, options.after_restart,
+                                                                   std::chrono::milliseconds(options.think_ms))),
+                    options.restart_raw_file)) {
+    return 1;
   }
 
   std::optional<Statistics> round_trip;
