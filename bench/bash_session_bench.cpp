@@ -305,7 +305,10 @@ int run_benchmark(const Options& options) {
     std::printf("deskd_%s_runs=%ld\n", name, count);
     std::printf("deskd_%s_median_ms=%.3f\n", name, fresh_statistics.median);
     std::printf("deskd_%s_p90_ms=%.3f\n", name, fresh_statistics.p90);
-    std::printf("deskd_%s_longest_loop_stall_ms=%.3f\n", name, times.longest_loop_stall_ms);
+    std::printf("deskd_%s_start_stall_ms=%.3f\n", name, times.median_start_stall_ms);
+    std::printf("deskd_%s_start_stall_max_ms=%.3f\n", name, times.longest_start_stall_ms);
+    std::printf("deskd_%s_stop_stall_ms=%.3f\n", name, times.median_stop_stall_ms);
+    std::printf("deskd_%s_stop_stall_max_ms=%.3f\n", name, times.longest_stop_stall_ms);
     return true;
   };
   if (options.fresh > 0 &&

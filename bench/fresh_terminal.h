@@ -19,7 +19,12 @@ namespace deskd::bench {
 
 struct FreshTimes {
   std::vector<double> milliseconds;  ///< one sample per fresh terminal
-  double longest_loop_stall_ms = 0;  ///< the longest the event loop was late by, meanwhile
+  // How late the event loop woke while terminals started (and the command ran), and while
+  // old ones were stopped: per step, the latest wake-up; of those, the median and the most.
+  double median_start_stall_ms = 0;
+  double longest_start_stall_ms = 0;
+  double median_stop_stall_ms = 0;
+  double longest_stop_stall_ms = 0;
   std::string problem;               ///< set when a command failed: the samples are not valid
 };
 
