@@ -33,6 +33,8 @@ constexpr std::size_t kOutputReadBytes = std::size_t{256} << 10;
 // while deskd is busy elsewhere instead of stopping every 64 KiB. Best effort: a user past
 // the kernel's pipe-user-pages-soft gets the default.
 constexpr int kOutputPipeBytes = 1 << 20;
+// How long a sandbox may take to set itself up before its start is given up.
+constexpr int kSetUpSeconds = 30;
 
 // Python's "{:g}", which the seed's message uses: 120 -> "120", 0.5 -> "0.5".
 std::string python_g(double value) {
@@ -74,6 +76,8 @@ struct BashSession::State {
   bool closed = false;
 
   std::optional<sandbox::SandboxedProcess> process;
+  // A terminal whose sandbox is still setting itself up: stop() drops it, which kills it.
+  std::optional<sandbox::StartingSandbox> starting;
   std::optional<asio::posix::stream_descriptor> input;    // -> bash's fd 0: the commands
   std::optional<asio::posix::stream_descriptor> output;   // <- bash's fds 1 and 2
   std::optional<asio::posix::stream_descriptor> reports;  // <- bash's fd 3: "<id> <status>"
@@ -119,9 +123,12 @@ struct BashSession::State {
 std::string BashSession::State::limits_note(std::string_view printed) {
   // What the stopped terminal met (a restart records it) and what the live one has met:
   // a terminal prepared after a restart must not hide its predecessor's limit.
+  // Only a limit the live terminal met stops it; a stopped one's is only told.
   sandbox::LimitHits hits = ended_hits;
+  bool live_met = false;
   if (process) {
     const sandbox::LimitHits live = process->limit_hits(spec.limits.processes);
+    live_met = live.process_limit > 0 || live.memory_kills > 0;
     hits.process_limit = std::max(hits.process_limit, live.process_limit);
     hits.memory_kills = std::max(hits.memory_kills, live.memory_kills);
   }
@@ -130,6 +137,7 @@ std::string BashSession::State::limits_note(std::string_view printed) {
   if (printed.find("fork: retry: Resource temporarily unavailable") != std::string_view::npos ||
       printed.find("fork: Resource temporarily unavailable") != std::string_view::npos) {
     hits.process_limit = std::max<std::uint64_t>(hits.process_limit, 1);
+    live_met = live_met || process.has_value();
   }
   std::vector<std::string> met;
   if (hits.process_limit > 0) {
@@ -143,7 +151,7 @@ std::string BashSession::State::limits_note(std::string_view printed) {
   }
   ended_hits = {};
   if (met.empty()) return "";
-  stop();
+  if (live_met) stop();
   ended_hits = {};
   std::string note = "The desk reached " + met.front();
   if (met.size() > 1) note += " and " + met.back();
@@ -212,24 +220,44 @@ awaitable<Result<void>> BashSession::State::start() {
 
   sandbox::StandardStreams streams{input_read.get(), output_write.get(), output_write.get(), {report_write.get()}};
   const std::vector<std::string> command = {"/bin/bash", "--noprofile", "--norc", "-c", std::string(kBashLoopScript)};
-  auto starting = sandbox::start_sandboxed(spec, command, streams);
-  if (!starting.ok()) co_return std::move(starting).error();
+  auto started = sandbox::start_sandboxed(spec, command, streams);
+  if (!started.ok()) co_return std::move(started).error();
+  starting.emplace(std::move(started).value());
   input_read.reset();  // the sandbox holds its own ends now
   output_write.reset();
   report_write.reset();
   // The sandbox sets itself up (mounts, seccomp, the init, bash's exec) while the event
   // loop serves the other desks: only the clone and the identity maps were synchronous.
   // A wake-up is checked (the reactor may wake a descriptor spuriously); finish() waits
-  // itself if the dup cannot be had.
+  // itself if the dup cannot be had. A set-up that hangs (a mount on a hung file system)
+  // is given up after kSetUpSeconds rather than holding the session's lock for good.
   if (UniqueFd report(::fcntl(starting->report_fd(), F_DUPFD_CLOEXEC, 0)); report) {
-    asio::posix::stream_descriptor set_up(executor, report.release());
-    while (!starting->set_up_over()) {
-      auto [waited] = co_await set_up.async_wait(asio::posix::descriptor_base::wait_read, kAwait);
-      if (waited == asio::error::operation_aborted) throw boost::system::system_error(waited);  // dropped: killed
-      if (waited) break;
+    asio::posix::stream_descriptor set_up(executor);
+    error_code assigned;
+    set_up.assign(report.get(), assigned);
+    if (!assigned) {
+      (void)report.release();
+      asio::steady_timer give_up(executor, std::chrono::seconds(kSetUpSeconds));
+      while (starting && !starting->set_up_over()) {
+        auto woken = co_await (set_up.async_wait(asio::posix::descriptor_base::wait_read, kAwait) ||
+                               give_up.async_wait(kAwait));
+        if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+          starting.reset();  // kills and reaps the sandbox
+          throw boost::system::system_error(asio::error::operation_aborted);
+        }
+        if (woken.index() == 1) {
+          starting.reset();
+          co_return Error::make(ErrorCode::system, "Its sandbox did not finish setting itself up within " +
+                                                       std::to_string(kSetUpSeconds) + " seconds.");
+        }
+        if (std::get<0>(std::get<0>(woken))) break;  // finish() waits by itself
+      }
     }
   }
+  // stop() (the desk closed, or the session went away) dropped it meanwhile: killed.
+  if (!starting) co_return Error::make(ErrorCode::refused, "The terminal is closed: the desk has stopped.");
   auto launched = std::move(*starting).finish();
+  starting.reset();
   if (!launched.ok()) co_return std::move(launched).error();
   if (closed) co_return Error::make(ErrorCode::refused, "The terminal is closed: the desk has stopped.");
   process.emplace(std::move(launched).value());
@@ -261,6 +289,8 @@ void BashSession::State::prepare_next(const std::shared_ptr<State>& self) {
             self->last_start_failed = !started.ok();
           }
         } catch (...) {
+          self->stop();
+          self->last_start_failed = true;
         }
         self->preparing = false;
         self->unlock();
@@ -269,6 +299,7 @@ void BashSession::State::prepare_next(const std::shared_ptr<State>& self) {
 }
 
 void BashSession::State::stop() {
+  starting.reset();  // a sandbox still setting itself up is killed and reaped
   if (process) {
     ended_hits = process->limit_hits(spec.limits.processes);
     process->close();  // kills every process of the sandbox, background jobs too
@@ -464,8 +495,8 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
     outcome = CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false};
   }
   state->unlock();
+  if (cancelled) std::rethrow_exception(cancelled);  // a /stop: the next turn prepares its own
   State::prepare_next(state);
-  if (cancelled) std::rethrow_exception(cancelled);
   co_return outcome;
 }
 

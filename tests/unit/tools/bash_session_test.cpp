@@ -271,7 +271,7 @@ TEST_F(BashSessionTest, ARestartPreparesTheNextTerminal) {
 }
 
 TEST_F(BashSessionTest, ATimeoutPreparesTheNextTerminal) {
-  remake(0.3, maximum_characters_);
+  remake(1, maximum_characters_);
   EXPECT_FALSE(run("sleep 5").exit_status.has_value());
   const std::vector<pid_t> prepared = children_of_this_process();
   ASSERT_EQ(prepared.size(), 1u);
@@ -293,6 +293,32 @@ TEST_F(BashSessionTest, ATerminalPreparedAsTheLastOneEndsRunsTheNextCommand) {
 // Closing (the desk stops) or destroying the session while the next terminal starts leaves
 // no sandbox behind.
 TEST_F(BashSessionTest, ClosingWhileTheNextTerminalStartsLeavesNoSandbox) {
+  // Closed while the prepared sandbox is still setting itself up: it is killed at once, not
+  // when its set-up is over.
+  run("true");
+  bool restarted = false;
+  asio::co_spawn(
+      context_,
+      [&]() -> asio::awaitable<void> {
+        co_await session_->restart();
+        restarted = true;
+      },
+      asio::detached);
+  context_.restart();
+  while (!restarted || children_of_this_process().empty()) {
+    if (context_.run_one() == 0) break;
+  }
+  ASSERT_FALSE(children_of_this_process().empty()) << "the next terminal was not being started";
+  bool closed = false;
+  asio::co_spawn(context_, session_->close(), [&](std::exception_ptr) { closed = true; });
+  while (!closed && context_.run_one() > 0) {
+  }
+  EXPECT_TRUE(children_of_this_process().empty()) << "closing left the starting sandbox running";
+  context_.run();
+  EXPECT_TRUE(children_of_this_process().empty());
+  EXPECT_THAT(run("echo hi").output, HasSubstr("closed"));
+
+  remake(timeout_seconds_, maximum_characters_);
   run("true");
   asio::co_spawn(
       context_,
@@ -318,6 +344,26 @@ TEST_F(BashSessionTest, ClosingWhileTheNextTerminalStartsLeavesNoSandbox) {
   context_.restart();
   context_.run();
   EXPECT_TRUE(children_of_this_process().empty());
+
+  // Destroyed (the desk's tools released) while the sandbox sets itself up.
+  remake(timeout_seconds_, maximum_characters_);
+  run("true");
+  restarted = false;
+  asio::co_spawn(
+      context_,
+      [&]() -> asio::awaitable<void> {
+        co_await session_->restart();
+        restarted = true;
+      },
+      asio::detached);
+  context_.restart();
+  while (!restarted || children_of_this_process().empty()) {
+    if (context_.run_one() == 0) break;
+  }
+  ASSERT_FALSE(children_of_this_process().empty());
+  session_.reset();
+  EXPECT_TRUE(children_of_this_process().empty()) << "destroying left the starting sandbox running";
+  context_.run();
 }
 
 // A sandbox that cannot start keeps saying why at each command, restarts or not.
