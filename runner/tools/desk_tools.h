@@ -25,8 +25,9 @@ struct DeskToolSettings {
 };
 
 /// The desk's tools, in the order a model sees them: bash, bash_background,
-/// check_background, bash_restart, then the file tools. Starts nothing: bash starts with the
-/// first command. Closing the registry closes the bash session.
+/// check_background, bash_restart, then the file tools. Starts nothing: the terminal starts
+/// when a turn begins (ToolRegistry::prepare) or with the first command, and again after
+/// each restart. Closing the registry closes the bash session.
 ToolRegistry make_desk_tools(boost::asio::any_io_executor executor, DeskToolSettings settings);
 
 /// The text of /tools: each tool of `registry` and what it may touch, in the words of the
