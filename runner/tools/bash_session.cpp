@@ -1,8 +1,5 @@
 #include "runner/tools/bash_session.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <algorithm>
@@ -11,9 +8,7 @@
 #include <vector>
 
 #include "base/random_id.h"
-#include "runner/tools/bash_loop.h"
-#include "runner/tools/output_collector.h"
-#include "sandbox/launcher.h"
+#include "runner/tools/bash_session_state.h"
 
 namespace deskd::tools {
 
@@ -21,20 +16,11 @@ namespace asio = boost::asio;
 using asio::awaitable;
 using boost::system::error_code;
 using namespace asio::experimental::awaitable_operators;
+using namespace bash_session_detail;
 
 namespace {
 
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kBackgroundLogCharacters = 4000;
-// A flood is read in large pieces into one buffer the session keeps: fewer wake-ups and
-// system calls per byte, and no memory that grows with the flood.
-constexpr std::size_t kOutputReadBytes = std::size_t{256} << 10;
-// The output pipe's capacity (the kernel's default is 64 KiB): a fast writer fills it
-// while deskd is busy elsewhere instead of stopping every 64 KiB. Best effort: a user past
-// the kernel's pipe-user-pages-soft gets the default.
-constexpr int kOutputPipeBytes = 1 << 20;
-// How long a sandbox may take to set itself up before its start is given up.
-constexpr int kSetUpSeconds = 30;
 
 // Python's "{:g}", which the seed's message uses: 120 -> "120", 0.5 -> "0.5".
 std::string python_g(double value) {
@@ -63,60 +49,6 @@ bool is_job_id(const std::string& text) {
 
 }  // namespace
 
-// Everything of a session lives here, shared with the coroutines that use it, so that a
-// coroutine still suspended when the BashSession goes away finds valid memory.
-struct BashSession::State {
-  State(asio::any_io_executor executor_in, sandbox::SandboxSpec spec_in, double timeout, std::size_t maximum)
-      : executor(std::move(executor_in)), spec(std::move(spec_in)), timeout_seconds(timeout), collector(maximum) {}
-
-  asio::any_io_executor executor;
-  sandbox::SandboxSpec spec;
-  double timeout_seconds;
-  OutputCollector collector;
-  bool closed = false;
-
-  std::optional<sandbox::SandboxedProcess> process;
-  // A terminal whose sandbox is still setting itself up: stop() drops it, which kills it.
-  std::optional<sandbox::StartingSandbox> starting;
-  std::optional<asio::posix::stream_descriptor> input;    // -> bash's fd 0: the commands
-  std::optional<asio::posix::stream_descriptor> output;   // <- bash's fds 1 and 2
-  std::optional<asio::posix::stream_descriptor> reports;  // <- bash's fd 3: "<id> <status>"
-  std::optional<asio::posix::stream_descriptor> exits;    // the init's pidfd
-  std::string report_buffer;
-  bool output_ended = false;
-  std::unique_ptr<char[]> output_buffer;  // kOutputReadBytes, allocated at the first start
-
-  // A first-come, first-served lock: parallel calls run one after another, in order.
-  struct Waiter {
-    explicit Waiter(const asio::any_io_executor& executor) : turn(executor, asio::steady_timer::time_point::max()) {}
-    asio::steady_timer turn;
-    bool granted = false;  // set by unlock(); a wake-up without it is a cancellation
-  };
-  bool busy = false;
-  std::deque<std::shared_ptr<Waiter>> waiting;
-
-  awaitable<void> lock();
-  void unlock();
-  awaitable<Result<void>> start();
-  void stop();
-  // Starts the next terminal in the background once this one has stopped, so that the
-  // next command finds it ready: a restart, a timeout or a limit met costs the desk no
-  // wait for a new sandbox. Only one at a time, never after a failed start (which would
-  // fail again) nor once the session is closed.
-  static void prepare_next(const std::shared_ptr<State>& self);
-  bool preparing = false;
-  bool last_start_failed = false;
-  bool drain_output();
-  enum class Report { none, finished, ended };
-  Report read_reports(const std::string& id, int& status);
-  awaitable<CommandOutcome> run_locked(const std::string& command);
-  awaitable<CommandOutcome> finish_after_death();
-  std::string limits_note(std::string_view output = {});
-
-  // The sandbox's limit counters when this terminal started (zero: a new cgroup), and
-  // where they stood when it was stopped.
-  sandbox::LimitHits ended_hits{};
-};
 
 // A desk that met its process or memory limit gets a fresh terminal: whatever was left
 // running (a fork bomb, a hog) goes with the old one, and the model is told which limit.
@@ -204,116 +136,6 @@ awaitable<std::tuple<error_code>> wait_readable(asio::posix::stream_descriptor* 
 }
 
 }  // namespace
-
-awaitable<Result<void>> BashSession::State::start() {
-  int input_pipe[2], output_pipe[2], report_pipe[2];
-  if (::pipe2(input_pipe, O_CLOEXEC) != 0) co_return Error::from_errno(errno, "Creating the terminal's input pipe failed");
-  UniqueFd input_read(input_pipe[0]), input_write(input_pipe[1]);
-  if (::pipe2(output_pipe, O_CLOEXEC) != 0) co_return Error::from_errno(errno, "Creating the terminal's output pipe failed");
-  UniqueFd output_read(output_pipe[0]), output_write(output_pipe[1]);
-  (void)::fcntl(output_read.get(), F_SETPIPE_SZ, kOutputPipeBytes);
-  // Not zeroed (make_unique<char[]> would memset 256 KiB, a page fault per 4 KiB, on every
-  // fresh terminal): reads fill it, and only what a read returned is ever looked at.
-  if (!output_buffer) output_buffer = std::make_unique_for_overwrite<char[]>(kOutputReadBytes);
-  if (::pipe2(report_pipe, O_CLOEXEC) != 0) co_return Error::from_errno(errno, "Creating the terminal's report pipe failed");
-  UniqueFd report_read(report_pipe[0]), report_write(report_pipe[1]);
-
-  sandbox::StandardStreams streams{input_read.get(), output_write.get(), output_write.get(), {report_write.get()}};
-  const std::vector<std::string> command = {"/bin/bash", "--noprofile", "--norc", "-c", std::string(kBashLoopScript)};
-  auto started = sandbox::start_sandboxed(spec, command, streams);
-  if (!started.ok()) co_return std::move(started).error();
-  starting.emplace(std::move(started).value());
-  input_read.reset();  // the sandbox holds its own ends now
-  output_write.reset();
-  report_write.reset();
-  // The sandbox sets itself up (mounts, seccomp, the init, bash's exec) while the event
-  // loop serves the other desks: only the clone and the identity maps were synchronous.
-  // A wake-up is checked (the reactor may wake a descriptor spuriously); finish() waits
-  // itself if the dup cannot be had. A set-up that hangs (a mount on a hung file system)
-  // is given up after kSetUpSeconds rather than holding the session's lock for good.
-  if (UniqueFd report(::fcntl(starting->report_fd(), F_DUPFD_CLOEXEC, 0)); report) {
-    asio::posix::stream_descriptor set_up(executor);
-    error_code assigned;
-    set_up.assign(report.get(), assigned);
-    if (!assigned) {
-      (void)report.release();
-      asio::steady_timer give_up(executor, std::chrono::seconds(kSetUpSeconds));
-      while (starting && !starting->set_up_over()) {
-        auto woken = co_await (set_up.async_wait(asio::posix::descriptor_base::wait_read, kAwait) ||
-                               give_up.async_wait(kAwait));
-        if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
-          starting.reset();  // kills and reaps the sandbox
-          throw boost::system::system_error(asio::error::operation_aborted);
-        }
-        if (woken.index() == 1) {
-          starting.reset();
-          co_return Error::make(ErrorCode::system, "Its sandbox did not finish setting itself up within " +
-                                                       std::to_string(kSetUpSeconds) + " seconds.");
-        }
-        if (std::get<0>(std::get<0>(woken))) break;  // finish() waits by itself
-      }
-    }
-  }
-  // stop() (the desk closed, or the session went away) dropped it meanwhile: killed.
-  if (!starting) co_return Error::make(ErrorCode::refused, "The terminal is closed: the desk has stopped.");
-  auto launched = std::move(*starting).finish();
-  starting.reset();
-  if (!launched.ok()) co_return std::move(launched).error();
-  if (closed) co_return Error::make(ErrorCode::refused, "The terminal is closed: the desk has stopped.");
-  process.emplace(std::move(launched).value());
-  const int pidfd = process->pidfd() >= 0 ? ::fcntl(process->pidfd(), F_DUPFD_CLOEXEC, 0) : -1;
-  input.emplace(executor, input_write.release());
-  output.emplace(executor, output_read.release());
-  reports.emplace(executor, report_read.release());
-  if (pidfd >= 0) exits.emplace(executor, pidfd);
-  input->non_blocking(true);
-  output->non_blocking(true);
-  reports->non_blocking(true);
-  report_buffer.clear();
-  output_ended = false;
-  co_return success();
-}
-
-void BashSession::State::prepare_next(const std::shared_ptr<State>& self) {
-  if (self->closed || self->process || self->preparing || self->last_start_failed) return;
-  self->preparing = true;
-  asio::co_spawn(
-      self->executor,
-      [self]() -> awaitable<void> {
-        co_await self->lock();
-        try {
-          if (!self->process && !self->closed) {
-            // A failure is not reported here: the next command starts its own terminal
-            // and says why that failed.
-            auto started = co_await self->start();
-            self->last_start_failed = !started.ok();
-          }
-        } catch (...) {
-          self->stop();
-          self->last_start_failed = true;
-        }
-        self->preparing = false;
-        self->unlock();
-      },
-      asio::detached);
-}
-
-void BashSession::State::stop() {
-  starting.reset();  // a sandbox still setting itself up is killed and reaped
-  if (process) {
-    ended_hits = process->limit_hits(spec.limits.processes);
-    process->close();  // kills every process of the sandbox, background jobs too
-    const sandbox::LimitHits last = process->limit_hits(spec.limits.processes);  // a cgroup's final counts
-    ended_hits.process_limit = std::max(ended_hits.process_limit, last.process_limit);
-    ended_hits.memory_kills = std::max(ended_hits.memory_kills, last.memory_kills);
-  }
-  process.reset();
-  input.reset();
-  output.reset();
-  reports.reset();
-  exits.reset();
-  report_buffer.clear();
-}
 
 // Reads what is waiting in the output pipe without blocking; false once it has ended.
 bool BashSession::State::drain_output() {
