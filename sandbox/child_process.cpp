@@ -139,6 +139,11 @@ void run_sandbox_child(const ChildContext& context) {
   } while (got < 0 && errno == EINTR);
   if (got != 1) ::_exit(125);  // the parent is gone or failed to write the id maps
   ::close(context.sync_fd);
+  // Before anything else: every process the sandbox makes is counted in its cgroup.
+  for (const ChildContext::CgroupJoin& join : context.cgroup_joins) {
+    if (::write(join.fd, "0", 1) != 1) fail_child(failure_fd, errno, "join its cgroup", join.path);
+    ::close(join.fd);
+  }
 
   if (become_sandbox_identity(context.identity, &failed_step) != 0) {
     fail_child(failure_fd, errno, failed_step, "");

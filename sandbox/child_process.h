@@ -47,6 +47,14 @@ struct ChildContext {
   int unprivileged_port_start = -1;
   int init_image_fd = -1;  ///< deskd-init's sealed memfd (init_image.h)
   int init_spec_fd = -1;   ///< the memfd with what deskd-init is to do (init_protocol.h)
+  /// cgroup v1: the sandbox's cgroup.procs files, opened by the parent, which the child
+  /// writes itself into. The write waits for an RCU grace period (up to ~11 ms); paid by
+  /// the child, it does not hold up the parent's event loop.
+  struct CgroupJoin {
+    int fd;
+    const char* path;
+  };
+  std::vector<CgroupJoin> cgroup_joins;
 };
 
 /// The child's whole life. Never returns: becomes deskd-init, or exits with 125 after

@@ -233,6 +233,19 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   }
   if (egress_relay) context.descriptors.push_back(egress_relay.get());
 
+  // cgroup v1 has no CLONE_INTO_CGROUP: the child joins its cgroup itself, through files
+  // opened here (the child cannot open them: its mounts and identity are not the host's).
+  const bool joins_v1_cgroup = cgroup && cgroup->version() == SandboxCgroup::Version::one;
+  const std::vector<std::string> cgroup_procs = cgroup ? cgroup->procs_files() : std::vector<std::string>{};
+  std::vector<UniqueFd> cgroup_join_files;
+  if (joins_v1_cgroup) {
+    for (const auto& procs_file : cgroup_procs) {
+      UniqueFd procs(::open(procs_file.c_str(), O_WRONLY | O_CLOEXEC));
+      if (!procs) return Error::from_errno(errno, "The sandbox could not be set up: opening " + procs_file + " failed");
+      context.cgroup_joins.push_back({procs.get(), procs_file.c_str()});
+      cgroup_join_files.push_back(std::move(procs));
+    }
+  }
   DESKD_ASSIGN_OR_RETURN(Pipe sync, make_pipe("synchronisation"));
   DESKD_ASSIGN_OR_RETURN(Pipe failures, make_pipe("failure report"));
   context.sync_fd = sync.read_end.get();
@@ -251,14 +264,14 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   init_spec.reset();
   egress_relay.reset();  // the sandbox's init holds it now
 
-  const bool placed_in_cgroup = raw_pidfd >= 0;  // clone3 took CLONE_INTO_CGROUP
-  const std::vector<std::string> cgroup_procs = cgroup ? cgroup->procs_files() : std::vector<std::string>{};
+  cgroup_join_files.clear();  // the child holds its own copies
+  // A v2 cgroup without clone3 (kernels before 5.7 lack CLONE_INTO_CGROUP): placed here,
+  // before the child is woken up.
+  const bool place_here = cgroup && !joins_v1_cgroup && (raw_pidfd < 0 || cgroup_fd < 0);
   SandboxedProcess process(pid, UniqueFd(raw_pidfd), std::move(cgroup));
   sync.read_end.reset();
   failures.write_end.reset();
-  // clone3 placed a v2 child already; cgroup v1 (or the clone fallback) places it here,
-  // before it is woken up.
-  if (!placed_in_cgroup || cgroup_fd < 0) {
+  if (place_here) {
     const std::string text = std::to_string(pid);
     for (const auto& procs_file : cgroup_procs) {
       UniqueFd procs(::open(procs_file.c_str(), O_WRONLY | O_CLOEXEC));

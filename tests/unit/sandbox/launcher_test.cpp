@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include "policy/confinement.h"
+#include "sandbox/cgroup_limits.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -122,6 +123,39 @@ TEST(LauncherTest, AStartedSandboxIsFinishedOrDroppedWithTheSameOutcomes) {
   }
   EXPECT_NE(::kill(dropped_pid, 0), 0) << "a dropped start is killed and reaped";
   EXPECT_FALSE(start_sandboxed(spec, {}).ok());
+  fs::remove_all(root);
+}
+
+// Every process of a sandbox is counted in the sandbox's own cgroup, from its first
+// instruction on: under cgroup v1 the child joins it itself (no CLONE_INTO_CGROUP there).
+TEST(LauncherTest, TheCommandRunsInTheSandboxsOwnCgroup) {
+  const SupportCheck limits = check_desk_limits();
+  if (!limits.available) GTEST_SKIP() << "no cgroup for deskd here: " << limits.detail;
+  const bool version2 = limits.detail.rfind("cgroup v2", 0) == 0;
+  char pattern[] = "/var/tmp/deskd-launcher-XXXXXX";
+  const fs::path root = ::mkdtemp(pattern);
+  fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  auto spec = SandboxSpecBuilder(policy::Confinement::create(root, {}).value()).build().value();
+  for (int launch = 0; launch < 3; ++launch) {
+    int ends[2];
+    ASSERT_EQ(::pipe2(ends, O_CLOEXEC), 0);
+    auto process = launch_sandboxed(spec, {"/bin/cat", "/proc/self/cgroup"}, StandardStreams{-1, ends[1], -1});
+    ::close(ends[1]);
+    ASSERT_TRUE(process.ok()) << process.error().what;
+    std::string text;
+    char buffer[4096];
+    for (ssize_t count; (count = ::read(ends[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(count));
+    ::close(ends[0]);
+    EXPECT_EQ(process->wait().value(), 0);
+    std::vector<std::string> expected_lines = version2 ? std::vector<std::string>{"0::"}
+                                                       : std::vector<std::string>{":memory:", ":pids:"};
+    for (const auto& key : expected_lines) {
+      const std::size_t at = text.find(key);
+      ASSERT_NE(at, std::string::npos) << text;
+      const std::string line = text.substr(at, text.find('\n', at) - at);
+      EXPECT_NE(line.find("/sandbox-"), std::string::npos) << "launch " << launch << ": " << line << "\n" << text;
+    }
+  }
   fs::remove_all(root);
 }
 
