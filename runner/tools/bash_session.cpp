@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/random_id.h"
+#include "runner/tools/bash_loop.h"
 #include "runner/tools/bash_session_state.h"
 
 namespace deskd::tools {
@@ -208,10 +209,10 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
     co_return CommandOutcome{"The command contains a NUL byte, which bash cannot take.", std::nullopt, false};
   }
   collector.reset();
-  // 64 random bits name the command's report: bash reads the frame a byte at a time (a
-  // pipe), so every character of the id is a system call on the warm round trip.
-  const std::string id = random_hex(8);
-  const std::string frame = id + '\0' + command + '\0';
+  // 64 random bits name the command's report, as kBashLoopIdCharacters hex digits that the
+  // loop reads in one system call; the command follows, up to its NUL.
+  const std::string id = random_hex(kBashLoopIdCharacters / 2);
+  const std::string frame = id + command + '\0';
   // A bash that died between commands (out of memory, say) is noticed here: start afresh.
   for (int attempt = 0;; ++attempt) {
     if (!process) {
