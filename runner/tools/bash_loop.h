@@ -16,6 +16,10 @@
 //   and `set -v` are switched off while the loop reports (with every trace of that switch
 //   sent to /dev/null) and switched back on inside the next eval, so traces show only the
 //   command's own lines. A DEBUG trap's output during the report also goes to /dev/null.
+// - the report of one command and the reading of the next are one block in the loop's
+//   condition, where $? is still the eval's status: each redirection is some eight system
+//   calls (bash saves, moves and restores the descriptor), and one block has half the
+//   redirections of two.
 
 #include <cstddef>
 #include <string_view>
@@ -27,11 +31,11 @@ inline constexpr std::size_t kBashLoopIdCharacters = 16;
 
 inline constexpr std::string_view kBashLoopScript =
     "shopt -s expand_aliases\n"
-    "__deskd_flags=\n"
-    "while { IFS= read -r -N 16 __deskd_id && IFS= read -r -d '' __deskd_command; } >/dev/null 2>&1; do\n"
+    "__deskd_flags= __deskd_id=\n"
+    "while { __deskd_status=$?; __deskd_flags=${-//[^xv]/}; set +xv\n"
+    "        [ -z \"$__deskd_id\" ] || printf '%s %s\\n' \"$__deskd_id\" \"$__deskd_status\" >&3\n"
+    "        IFS= read -r -N 16 __deskd_id && IFS= read -r -d '' __deskd_command; } >/dev/null 2>&1; do\n"
     "  eval \"${__deskd_flags:+set -$__deskd_flags;}$__deskd_command\" </dev/null 3>&-\n"
-    "  { __deskd_status=$?; __deskd_flags=${-//[^xv]/}; set +xv\n"
-    "    printf '%s %s\\n' \"$__deskd_id\" \"$__deskd_status\" >&3; } >/dev/null 2>&1\n"
     "done\n";
 
 }  // namespace deskd::tools
