@@ -8,6 +8,8 @@
 // - the id has a fixed length, so `read -N` takes it in one system call; bash reads a pipe
 //   a byte at a time up to a delimiter (it cannot give back what it read past it), and the
 //   16 reads of a delimited id were a fifth of the warm round trip's system calls.
+// - the loop's reads wait for the next command for as long as it takes: TMOUT, which a
+//   command may set (bash takes it as read's default timeout), is empty for them.
 // - eval of a whole string: a syntax error, an unclosed quote or an unterminated heredoc is
 //   an error status from eval, not a shell waiting for more input or dying.
 // - the command reads /dev/null, and descriptor 3 is closed for it, so neither its output
@@ -34,7 +36,7 @@ inline constexpr std::string_view kBashLoopScript =
     "__deskd_flags= __deskd_id=\n"
     "while { __deskd_status=$?; __deskd_flags=${-//[^xv]/}; set +xv\n"
     "        [ -z \"$__deskd_id\" ] || printf '%s %s\\n' \"$__deskd_id\" \"$__deskd_status\" >&3\n"
-    "        IFS= read -r -N 16 __deskd_id && IFS= read -r -d '' __deskd_command; } >/dev/null 2>&1; do\n"
+    "        TMOUT= IFS= read -r -N 16 __deskd_id && TMOUT= IFS= read -r -d '' __deskd_command; } >/dev/null 2>&1; do\n"
     "  eval \"${__deskd_flags:+set -$__deskd_flags;}$__deskd_command\" </dev/null 3>&-\n"
     "done\n";
 

@@ -3,6 +3,7 @@
 
 #include "runner/tools/bash_session.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -24,6 +25,10 @@ namespace {
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
 using ::testing::EndsWith;
+
+// As deskd does (serve, shell, run, mcp): a terminal that died between commands is a
+// write error for the next one, not a signal that ends the process.
+[[maybe_unused]] const bool kSigpipeIgnored = [] { return ::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -141,6 +146,16 @@ TEST_F(BashSessionTest, RedirectingOrClosingStdoutDoesNotLoseTheEnd) {
   EXPECT_EQ(run("echo still hidden").exit_status, 0);
   EXPECT_EQ(run("exec >&2; echo back").output, "back\n");
   EXPECT_EQ(run("exec 1>&-; echo closed").exit_status.has_value(), true);
+}
+
+// TMOUT is bash's default timeout for `read`; the loop's own reads of the next command
+// must not take it, or a terminal left idle longer ends, and its state with it.
+TEST_F(BashSessionTest, ATmoutSetByACommandDoesNotEndTheIdleTerminal) {
+  EXPECT_EQ(run("export TMOUT=1; KEPT=yes; cd /tmp").exit_status, 0);
+  ::usleep(1'600'000);
+  const CommandOutcome outcome = run("echo $TMOUT $KEPT $PWD");
+  EXPECT_EQ(outcome.output, "1 yes /tmp\n");
+  EXPECT_EQ(outcome.exit_status, 0);
 }
 
 TEST_F(BashSessionTest, DebugTrapDoesNotEndTheCommandEarlyOrLate) {
