@@ -126,15 +126,33 @@ TEST(LauncherTest, AStartedSandboxIsFinishedOrDroppedWithTheSameOutcomes) {
   fs::remove_all(root);
 }
 
+// A relay source that keeps deskd's end, as the egress proxy would, to read what the
+// sandbox's forwarder hands over.
+class KeptRelay final : public EgressRelaySource {
+ public:
+  Result<UniqueFd> open_relay() override {
+    int ends[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) return Error::from_errno(errno, "socketpair");
+    kept = UniqueFd(ends[0]);
+    return UniqueFd(ends[1]);
+  }
+  UniqueFd kept;
+};
+
+fs::path launcher_test_folder() {
+  char pattern[] = "/var/tmp/deskd-launcher-XXXXXX";
+  const fs::path root = ::mkdtemp(pattern);
+  fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  return root;
+}
+
 // Every process of a sandbox is counted in the sandbox's own cgroup, from its first
 // instruction on: under cgroup v1 the child joins it itself (no CLONE_INTO_CGROUP there).
 TEST(LauncherTest, TheCommandRunsInTheSandboxsOwnCgroup) {
   const SupportCheck limits = check_desk_limits();
-  if (!limits.available) GTEST_SKIP() << "no cgroup for deskd here: " << limits.detail;
+  if (!limits.available) GTEST_SKIP() << "this deskd gets no cgroup (no delegated cgroup v2 subtree, and not root for v1): " << limits.detail;
   const bool version2 = limits.detail.rfind("cgroup v2", 0) == 0;
-  char pattern[] = "/var/tmp/deskd-launcher-XXXXXX";
-  const fs::path root = ::mkdtemp(pattern);
-  fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  const fs::path root = launcher_test_folder();
   auto spec = SandboxSpecBuilder(policy::Confinement::create(root, {}).value()).build().value();
   for (int launch = 0; launch < 3; ++launch) {
     int ends[2];
@@ -157,26 +175,6 @@ TEST(LauncherTest, TheCommandRunsInTheSandboxsOwnCgroup) {
     }
   }
   fs::remove_all(root);
-}
-
-// A relay source that keeps deskd's end, as the egress proxy would, to read what the
-// sandbox's forwarder hands over.
-class KeptRelay final : public EgressRelaySource {
- public:
-  Result<UniqueFd> open_relay() override {
-    int ends[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) return Error::from_errno(errno, "socketpair");
-    kept = UniqueFd(ends[0]);
-    return UniqueFd(ends[1]);
-  }
-  UniqueFd kept;
-};
-
-fs::path launcher_test_folder() {
-  char pattern[] = "/var/tmp/deskd-launcher-XXXXXX";
-  const fs::path root = ::mkdtemp(pattern);
-  fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
-  return root;
 }
 
 TEST(LauncherTest, AnAllowlistSandboxWithoutAProxyDoesNotStart) {
