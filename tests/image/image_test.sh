@@ -86,10 +86,20 @@ run_deskd() {
     "$@" "$image" >/dev/null
 }
 
-# wait_ready LOG COUNT: until LOG holds COUNT READY=1 messages (30 s).
+# starts_ready LOG: how many container starts LOG says were READY=1. Podman's proxy sends
+# MAINPID= for each start and passes on deskd's READY=1, including the one that ends a
+# reload (it drops RELOADING=1): counting every READY=1 would let the next wait pass before
+# the container it waits for is up. A start is a MAINPID= and the first READY=1 after it
+# (the same message or a later one).
+starts_ready() {
+  awk '/MAINPID=/ { pending = 1 } /READY=1/ { if (pending) n++; pending = 0 } END { print n + 0 }' \
+    "$1" 2>/dev/null || echo 0
+}
+
+# wait_ready LOG COUNT: until LOG holds COUNT starts' READY=1 messages (30 s).
 wait_ready() {
   local deadline=$((SECONDS + 30)) count
-  while count=$(cat "$1" 2>/dev/null | grep -c 'READY=1'); [ "$count" -lt "$2" ]; do
+  while count=$(starts_ready "$1"); [ "$count" -lt "$2" ]; do
     [ $SECONDS -lt $deadline ] || return 1
     sleep 0.1
   done
@@ -181,7 +191,7 @@ for line in sys.stdin:
     fail "the journal changed across the restart"
   pm rm -f -t 30 "$name" >/dev/null
   run_deskd "$name" "$dir/run" "${host_options[@]}" "${security_options[@]}" "${net[@]}"
-  wait_ready "$dir/notify.log" 3 && ok "a new container on the same volumes is ready" || fail "the new container is not ready"
+  wait_ready "$dir/notify.log" 3 && ok "a new container on the same volumes is ready ($(tr '\n' ' ' < "$dir/notify.log"))" || fail "the new container is not ready"
   expect_in "the config volume kept the probes desk" "$(ctl_in_mode "$deskctl" --socket "$sock" desks 2>&1)" probes
   out=$(ctl_in_mode "$deskctl" --socket "$sock" ask example "prepare the day" 2>&1) || fail "deskctl ask after recreating: $out"
   journal=$(vol_cat "$name-state" state/desks/example/journal.jsonl) || true
