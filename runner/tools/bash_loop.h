@@ -10,6 +10,11 @@
 //   16 reads of a delimited id were a fifth of the warm round trip's system calls.
 // - the loop's reads wait for the next command for as long as it takes: TMOUT, which a
 //   command may set (bash takes it as read's default timeout), is empty for them.
+// - a command may define functions named read, printf, set, eval or [ and keep them: the
+//   loop calls the builtins by `builtin` and tests with the [[ keyword, so such a function
+//   neither swallows the next command nor runs in the loop's place. (A function named
+//   `builtin`, `enable -n`, or a readonly IFS or TMOUT still break the loop; bash then ends
+//   or the command times out, and the desk gets a fresh terminal.)
 // - eval of a whole string: a syntax error, an unclosed quote or an unterminated heredoc is
 //   an error status from eval, not a shell waiting for more input or dying.
 // - the command reads /dev/null, and descriptor 3 is closed for it, so neither its output
@@ -34,10 +39,11 @@ inline constexpr std::size_t kBashLoopIdCharacters = 16;
 inline constexpr std::string_view kBashLoopScript =
     "shopt -s expand_aliases\n"
     "__deskd_flags= __deskd_id=\n"
-    "while { __deskd_status=$?; __deskd_flags=${-//[^xv]/}; set +xv\n"
-    "        [ -z \"$__deskd_id\" ] || printf '%s %s\\n' \"$__deskd_id\" \"$__deskd_status\" >&3\n"
-    "        TMOUT= IFS= read -r -N 16 __deskd_id && TMOUT= IFS= read -r -d '' __deskd_command; } >/dev/null 2>&1; do\n"
-    "  eval \"${__deskd_flags:+set -$__deskd_flags;}$__deskd_command\" </dev/null 3>&-\n"
+    "while { __deskd_status=$?; __deskd_flags=${-//[^xv]/}; builtin set +xv\n"
+    "        [[ -z $__deskd_id ]] || builtin printf '%s %s\\n' \"$__deskd_id\" \"$__deskd_status\" >&3\n"
+    "        TMOUT= IFS= builtin read -r -N 16 __deskd_id &&\n"
+    "        TMOUT= IFS= builtin read -r -d '' __deskd_command; } >/dev/null 2>&1; do\n"
+    "  builtin eval \"${__deskd_flags:+builtin set -$__deskd_flags;}$__deskd_command\" </dev/null 3>&-\n"
     "done\n";
 
 }  // namespace deskd::tools

@@ -158,6 +158,25 @@ TEST_F(BashSessionTest, ATmoutSetByACommandDoesNotEndTheIdleTerminal) {
   EXPECT_EQ(outcome.exit_status, 0);
 }
 
+// A desk may name its own functions after the builtins the loop uses; they are its own,
+// kept for its next commands, and the loop goes on with the builtins. Before, a function
+// named read swallowed the next command until it timed out.
+TEST_F(BashSessionTest, FunctionsNamedAfterTheLoopsBuiltinsAreTheCommandsOwn) {
+  EXPECT_EQ(run("read() { echo R; }; printf() { echo P; }; eval() { echo E; }; [() { echo B; }; KEPT=yes").exit_status,
+            0);
+  CommandOutcome outcome = run("echo \"$KEPT  $(type -t read) $(type -t printf) $(type -t eval) $(type -t [)\"");
+  EXPECT_EQ(outcome.output, "yes  function function function function\n");
+  EXPECT_EQ(outcome.exit_status, 0);
+  outcome = run("read; eval x");
+  EXPECT_EQ(outcome.output, "R\nE\n");
+  // A function named set, with tracing on: the loop's own switches still reach the builtin.
+  EXPECT_EQ(run("set() { echo S; }; builtin set -x").exit_status, 0);
+  outcome = run("echo traced");
+  EXPECT_THAT(outcome.output, EndsWith("+ echo traced\ntraced\n"));
+  EXPECT_THAT(outcome.output, ::testing::Not(HasSubstr("S\n")));
+  EXPECT_EQ(outcome.exit_status, 0);
+}
+
 TEST_F(BashSessionTest, DebugTrapDoesNotEndTheCommandEarlyOrLate) {
   run("trap 'echo trapped' DEBUG");
   const CommandOutcome outcome = run("echo one; echo two");
