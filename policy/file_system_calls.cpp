@@ -29,6 +29,9 @@ class OwnFileSystemCalls final : public FileSystemCalls {
   int stat(int directory, const char* path, struct stat* status, int flags) const override {
     return ::fstatat(directory, path, status, flags);
   }
+  long read_link(int directory, const char* path, char* buffer, std::size_t size) const override {
+    return ::readlinkat(directory, path, buffer, size);
+  }
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 #pragma once
-// FileSystemCalls: the few system calls SafeFile makes by name (open, mkdir, rename, unlink,
-// stat), behind one interface, so that the same race-free logic can run with deskd's own
+// FileSystemCalls: the few system calls SafeFile and path resolution make by name (open,
+// mkdir, rename, unlink, stat, readlink), behind one interface, so that the same race-free logic can run with deskd's own
 // rights (proposals accepted on a person's behalf) or with a desk's (its file tools, whose
 // calls a helper inside the desk's sandbox makes: sandbox/file_opener.h). Calls on a
 // descriptor already open (read, write, fstat, fsync) need no interface: the rights were
@@ -8,6 +8,7 @@
 
 #include <sys/stat.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace deskd::policy {
@@ -25,6 +26,8 @@ class FileSystemCalls {
   virtual int rename(int directory, const char* from, const char* to) const = 0;
   virtual int unlink(int directory, const char* path, int flags) const = 0;
   virtual int stat(int directory, const char* path, struct stat* status, int flags) const = 0;
+  /// readlinkat(directory, path, buffer, size): the link's target, not NUL-terminated.
+  virtual long read_link(int directory, const char* path, char* buffer, std::size_t size) const = 0;
 };
 
 /// The calls made by deskd itself, with its own rights.

@@ -10,8 +10,13 @@ Result<PathPolicy> PathPolicy::create(const std::filesystem::path& desk_director
   return PathPolicy(std::move(confinement));
 }
 
+Result<std::filesystem::path> PathPolicy::resolve(std::string_view requested) const {
+  return resolve_path(requested, desk_directory(), calls_ != nullptr ? *calls_ : own_file_system_calls(),
+                      confinement_.hidden_paths());
+}
+
 Result<std::filesystem::path> PathPolicy::readable(std::string_view requested) const {
-  DESKD_ASSIGN_OR_RETURN(auto path, resolve_path(requested, desk_directory()));
+  DESKD_ASSIGN_OR_RETURN(auto path, resolve(requested));
   if (confinement_.hiding(path) != nullptr) {
     return Error::make(ErrorCode::refused,
                        printable_path(requested) + " holds secrets and cannot be read.");
@@ -20,7 +25,7 @@ Result<std::filesystem::path> PathPolicy::readable(std::string_view requested) c
 }
 
 Result<std::filesystem::path> PathPolicy::writable(std::string_view requested) const {
-  DESKD_ASSIGN_OR_RETURN(auto path, resolve_path(requested, desk_directory()));
+  DESKD_ASSIGN_OR_RETURN(auto path, resolve(requested));
   if (confinement_.writable_place_for(path) == nullptr) {
     return Error::make(
         ErrorCode::refused,

@@ -1,8 +1,10 @@
 #include "policy/path_resolution.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <deque>
@@ -112,7 +114,9 @@ Result<void> validate_requested_path(std::string_view requested) {
 }
 
 Result<std::filesystem::path> resolve_path(std::string_view requested,
-                                           const std::filesystem::path& base_directory) {
+                                           const std::filesystem::path& base_directory,
+                                           const FileSystemCalls& calls,
+                                           std::span<const std::filesystem::path> unexamined) {
   DESKD_RETURN_IF_ERROR(validate_requested_path(requested));
   const std::string shown = printable_path(requested);
 
@@ -147,8 +151,15 @@ Result<std::filesystem::path> resolve_path(std::string_view requested,
     if (missing_depth != 0) continue;
 
     const std::string candidate = join_components(resolved);
+    const bool hidden = std::any_of(unexamined.begin(), unexamined.end(), [&](const std::filesystem::path& path) {
+      return is_same_or_inside(std::filesystem::path(candidate), path);
+    });
+    if (hidden) {
+      missing_depth = resolved.size();
+      continue;
+    }
     struct stat status {};
-    if (::lstat(candidate.c_str(), &status) != 0) {
+    if (calls.stat(AT_FDCWD, candidate.c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0) {
       const int error_number = errno;
       if (error_number == ENOENT) {
         missing_depth = resolved.size();
@@ -168,7 +179,7 @@ Result<std::filesystem::path> resolve_path(std::string_view requested,
                            shown + " cannot be resolved: it leads into a loop of symbolic links.");
       }
       std::string target(PATH_MAX, '\0');
-      const ssize_t length = ::readlink(candidate.c_str(), target.data(), target.size());
+      const long length = calls.read_link(AT_FDCWD, candidate.c_str(), target.data(), target.size());
       if (length < 0) {
         return Error::from_errno(errno, shown + " cannot be resolved: the link " + candidate +
                                             " cannot be read");

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -103,7 +104,7 @@ bool FileOpener::ensure_started() const {
   return true;
 }
 
-int FileOpener::call(deskd_file_request& request, int directory, struct stat* status) const {
+int FileOpener::call(deskd_file_request& request, int directory, deskd_file_reply* answer) const {
   std::lock_guard lock(mutex_);
   request.has_directory = directory >= 0 ? 1 : 0;
   // A request that never reached a helper is safe to send again, to a new one.
@@ -128,7 +129,7 @@ int FileOpener::call(deskd_file_request& request, int directory, struct stat* st
     errno = reply.error_number != 0 ? reply.error_number : EIO;
     return -1;
   }
-  if (status != nullptr) *status = reply.status;
+  if (answer != nullptr) *answer = reply;
   if (request.operation == DESKD_FILE_OPEN) {
     if (descriptor < 0) {
       errno = EIO;
@@ -167,34 +168,48 @@ int FileOpener::open(int directory, const char* path, int flags, mode_t mode, st
   request->flags = flags;
   request->mode = mode;
   request->resolve = resolve;
-  return call(*request, directory_to_send(directory), nullptr);
+  return call(*request, directory_to_send(directory));
 }
 
 int FileOpener::make_directory(int directory, const char* path, mode_t mode) const {
   deskd_file_request* request = request_for(DESKD_FILE_MKDIR, path);
   if (request == nullptr) return -1;
   request->mode = mode;
-  return call(*request, directory_to_send(directory), nullptr);
+  return call(*request, directory_to_send(directory));
 }
 
 int FileOpener::rename(int directory, const char* from, const char* to) const {
   deskd_file_request* request = request_for(DESKD_FILE_RENAME, from, to);
   if (request == nullptr) return -1;
-  return call(*request, directory_to_send(directory), nullptr);
+  return call(*request, directory_to_send(directory));
 }
 
 int FileOpener::unlink(int directory, const char* path, int flags) const {
   deskd_file_request* request = request_for(DESKD_FILE_UNLINK, path);
   if (request == nullptr) return -1;
   request->flags = flags;
-  return call(*request, directory_to_send(directory), nullptr);
+  return call(*request, directory_to_send(directory));
 }
 
 int FileOpener::stat(int directory, const char* path, struct stat* status, int flags) const {
   deskd_file_request* request = request_for(DESKD_FILE_STAT, path);
   if (request == nullptr) return -1;
   request->flags = flags;
-  return call(*request, directory_to_send(directory), status);
+  thread_local deskd_file_reply reply;
+  const int result = call(*request, directory_to_send(directory), &reply);
+  if (result >= 0) *status = reply.status;
+  return result;
+}
+
+long FileOpener::read_link(int directory, const char* path, char* buffer, std::size_t size) const {
+  deskd_file_request* request = request_for(DESKD_FILE_READLINK, path);
+  if (request == nullptr) return -1;
+  thread_local deskd_file_reply reply;
+  const int result = call(*request, directory_to_send(directory), &reply);
+  if (result < 0) return -1;
+  const auto length = std::min({static_cast<std::size_t>(result), sizeof reply.link, size});
+  std::memcpy(buffer, reply.link, length);
+  return static_cast<long>(length);
 }
 
 }  // namespace deskd::sandbox

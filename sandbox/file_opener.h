@@ -20,6 +20,7 @@
 #include "sandbox/sandboxed_process.h"
 
 struct deskd_file_request;
+struct deskd_file_reply;
 
 namespace deskd::sandbox {
 
@@ -35,6 +36,7 @@ class FileOpener final : public policy::FileSystemCalls {
   int rename(int directory, const char* from, const char* to) const override;
   int unlink(int directory, const char* path, int flags) const override;
   int stat(int directory, const char* path, struct stat* status, int flags) const override;
+  long read_link(int directory, const char* path, char* buffer, std::size_t size) const override;
 
   /// Stops the helper; the next call starts a new one.
   void close();
@@ -42,7 +44,8 @@ class FileOpener final : public policy::FileSystemCalls {
  private:
   // One round trip; returns the reply's result (an opened descriptor for open), or -1 with
   // errno. A helper that cannot be started, or is gone or stuck, gives EIO.
-  int call(deskd_file_request& request, int directory, struct stat* status) const;
+  // `reply` receives the whole answer (a stat's status, a link's target) when not null.
+  int call(deskd_file_request& request, int directory, deskd_file_reply* answer = nullptr) const;
   bool ensure_started() const;
   void stop() const;
 

@@ -13,7 +13,8 @@ namespace deskd::tools {
 
 FileToolContext::FileToolContext(policy::PathPolicy path_policy, std::shared_ptr<ProposalStore> proposal_store,
                                  std::string desk, std::shared_ptr<const policy::FileSystemCalls> system_calls)
-    : policy(std::move(path_policy)),
+    // Paths are resolved with the same calls that open them: in the desk's own view.
+    : policy(system_calls ? path_policy.resolving_through(system_calls) : std::move(path_policy)),
       proposals(std::move(proposal_store)),
       desk_name(std::move(desk)),
       calls(system_calls ? std::move(system_calls)

@@ -254,6 +254,8 @@ static long answer(const struct deskd_file_request *request, int directory, stru
       return unlinkat(directory, path, request->flags);
     case DESKD_FILE_STAT:
       return fstatat(directory, path, &reply->status, request->flags);
+    case DESKD_FILE_READLINK:
+      return readlinkat(directory, path, reply->link, sizeof reply->link);
     default:
       errno = EINVAL;
       return -1;
@@ -288,7 +290,7 @@ static int send_reply(const struct deskd_file_reply *reply, int descriptor) {
 }
 
 static _Noreturn void serve_files(void) {
-  /* Descriptors 1 and 2 are /dev/null; nothing is printed, every answer goes on the socket. */
+  /* Descriptors 1 and 2 are closed; nothing is printed, every answer goes on the socket. */
   static struct deskd_file_request request;
   for (;;) {
     union {
@@ -351,6 +353,10 @@ int main(int argc, char **argv) {
   close(spec_fd);
   if (spec.header.mode == DESKD_INIT_FILES) {
     close(report_fd); /* the opener runs nothing; the launcher learns it is up from this */
+    /* It prints nothing either: without descriptors 1 and 2, /proc/self/fd/1 of a path the
+     * desk asks to resolve names nothing, as for the desk's own missing descriptors. */
+    close(1);
+    close(2);
     serve_files();
   }
   if (spec.header.mode != DESKD_INIT_RUN) fail(report_fd, EINVAL, "start deskd-init (unknown mode)", 125);

@@ -74,7 +74,8 @@ enum deskd_file_operation {
   DESKD_FILE_MKDIR = 2,  /* mkdirat(dir, path, mode) */
   DESKD_FILE_RENAME = 3, /* renameat(dir, path, dir, second_path) */
   DESKD_FILE_UNLINK = 4, /* unlinkat(dir, path, flags) */
-  DESKD_FILE_STAT = 5    /* fstatat(dir, path, &status, flags) */
+  DESKD_FILE_STAT = 5,   /* fstatat(dir, path, &status, flags) */
+  DESKD_FILE_READLINK = 6 /* readlinkat(dir, path, link, sizeof link): the reply's result is its length */
 };
 
 #define DESKD_FILE_PATH_BYTES 4096
@@ -96,6 +97,7 @@ struct deskd_file_reply {
   int32_t result;
   int32_t error_number;
   struct stat status; /* DESKD_FILE_STAT only */
+  char link[DESKD_FILE_PATH_BYTES]; /* DESKD_FILE_READLINK only: the target, `result` bytes */
 };
 
 #endif

@@ -149,6 +149,9 @@ int unlinkat(int directory, const char *path, int flags) { return (int)CALL(SYS_
 int fstatat(int directory, const char *path, struct stat *status, int flags) {
   return (int)CALL(SYS_newfstatat, directory, path, status, flags, 0, 0);
 }
+ssize_t readlinkat(int directory, const char *path, char *buffer, size_t size) {
+  return CALL(SYS_readlinkat, directory, path, buffer, size, 0, 0);
+}
 
 /* ---- sockets ---- */
 
