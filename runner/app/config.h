@@ -131,6 +131,8 @@ struct DeskConfig {
   /// sandbox shows read-only. Their hidden paths stay hidden.
   std::vector<std::string> readable_desks;
   std::vector<std::filesystem::path> readable_desk_folders;
+  /// Places outside the desk folder it may propose changes to (propose_file_change); resolved.
+  std::vector<std::filesystem::path> proposable_paths;
   /// The sandbox's hostname: `hostname`, else the desk's name with '_' written as '-'.
   std::string hostname;
   SandboxConfig sandbox;

@@ -125,6 +125,11 @@ void read_desk_paths(TableReader& reader, LoadContext& context, DeskDraft& draft
   }
   // Relative hidden paths start at the config file's folder, like every path in the file.
   draft.own_hidden = reader.paths("hidden_paths", "the hidden path");
+  // Where, besides its own folder, the desk may propose changes (accepted with the owner's
+  // rights): each must be an existing folder or file.
+  for (const auto& place : reader.paths("proposable_paths", "the proposable path")) {
+    if (expect_existing(context, place, PathKind::file_or_folder, "the proposable path")) draft.desk.proposable_paths.push_back(place.path);
+  }
   if (auto skills = reader.path("skills", "the skills folder")) {
     if (expect_existing(context, *skills, PathKind::folder, "the skills folder")) draft.desk.skills_folder = skills->path;
   }

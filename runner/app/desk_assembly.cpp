@@ -131,7 +131,7 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   sandbox_settings.hostname = desk_config.hostname;
   for (const auto& folder : desk_config.readable_desk_folders) sandbox_settings.read_only_paths.push_back(folder);
   if (::geteuid() == 0) {
-    auto ids = desk_ids_for(config, desk_config.name);
+    auto ids = desk_ids_for(config, desk_config.name, desk_config.directory);
     if (!ids.ok()) return step_failed("choosing the desk's uid", ids.error());
     sandbox_settings.uid = ids->uid;
     sandbox_settings.gid = ids->gid;
@@ -150,11 +150,14 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   }
   if (auto tried = try_sandbox(*spec); !tried.ok()) return step_failed("starting the sandbox", tried.error());
 
-  // The one confinement of the desk: the sandbox's, also behind the accepting of proposals.
-  desk->path_policy.emplace(spec->confinement);
+  // The one confinement of the desk: the sandbox's, also behind the accepting of proposals,
+  // whose paths are resolved again in the desk's own view (a file opener of its own,
+  // started only when a proposal is accepted).
+  desk->path_policy.emplace(spec->confinement, std::make_shared<sandbox::FileOpener>(*spec));
 
   // The clock outlives every desk (the daemon owns both); the store only needs to read it.
-  auto proposals = tools::ProposalStore::open(state / "proposals", std::shared_ptr<const Clock>(&clock, [](const Clock*) {}));
+  auto proposals = tools::ProposalStore::open(state / "proposals", std::shared_ptr<const Clock>(&clock, [](const Clock*) {}),
+                                              desk_config.proposable_paths);
   if (!proposals.ok()) return step_failed("opening the proposals", proposals.error());
   desk->proposals = *proposals;
 

@@ -14,6 +14,7 @@
 #include "base/unique_fd.h"
 #include "policy/path_resolution.h"
 #include "policy/safe_file.h"
+#include "runner/tools/owner_rights.h"
 
 namespace deskd::tools {
 
@@ -25,18 +26,23 @@ Error refused(std::string what) { return Error::make(ErrorCode::refused, std::mo
 
 }  // namespace
 
-Result<std::string> file_base(const std::filesystem::path& path) {
-  // O_NOFOLLOW: the path was resolved when it was checked; a link put there since is not
-  // the file the proposal was made against.
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-  if (!fd) {
+Result<std::string> file_base(const std::filesystem::path& path, const policy::FileSystemCalls& calls) {
+  // What the path names is asked first, without following a link and without opening it:
+  // an open of a FIFO releases its writer, an open of a device can act. Only a regular
+  // file is opened, and only if the opened one is still that file.
+  struct stat named {};
+  if (calls.stat(AT_FDCWD, path.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return std::string("absent");
-    return Error::from_errno(errno, "open " + policy::printable_path(path.native()));
+    return Error::from_errno(errno, policy::printable_path(path.native()) + " cannot be examined");
   }
+  if (!S_ISREG(named.st_mode)) {
+    return refused(policy::printable_path(path.native()) + " is not a regular file; only a regular file can be changed by a proposal.");
+  }
+  DESKD_ASSIGN_OR_RETURN(UniqueFd fd, policy::SafeFile::open_for_reading(path, calls));
   struct stat status {};
-  if (::fstat(fd.get(), &status) != 0) return Error::from_errno(errno, "fstat " + path.native());
-  if (!S_ISREG(status.st_mode)) {
-    return refused(policy::printable_path(path.native()) + " is not a regular file.");
+  if (::fstat(fd.get(), &status) != 0) return Error::from_errno(errno, "fstat " + policy::printable_path(path.native()));
+  if (status.st_dev != named.st_dev || status.st_ino != named.st_ino) {
+    return refused(policy::printable_path(path.native()) + " was replaced while it was being read; try again.");
   }
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
@@ -45,7 +51,7 @@ Result<std::string> file_base(const std::filesystem::path& path) {
   char buffer[65536];
   for (;;) {
     const ssize_t count = retry_on_eintr([&] { return ::read(fd.get(), buffer, sizeof buffer); });
-    if (count < 0) return Error::from_errno(errno, "read " + path.native());
+    if (count < 0) return Error::from_errno(errno, "read " + policy::printable_path(path.native()));
     if (count == 0) break;
     EVP_DigestUpdate(context.get(), buffer, static_cast<std::size_t>(count));
   }
@@ -61,29 +67,48 @@ Result<Proposal> accept_proposal(ProposalStore& store, const policy::PathPolicy&
   if (proposal.status != "open") {
     return refused("Proposal " + proposal.id + " is already " + proposal.status + ".");
   }
+  const std::string shown = policy::printable_path(proposal.path);
   auto allowed = policy.readable(proposal.path);
   if (!allowed.ok()) {
     return refused("Proposal " + proposal.id + " cannot be accepted: " + allowed.error().what);
   }
   if (allowed->native() != proposal.path) {
-    return refused("Proposal " + proposal.id + " cannot be accepted: " + proposal.path +
-                   " now resolves to " + allowed->native() + ".");
+    return refused("Proposal " + proposal.id + " cannot be accepted: " + shown + " now resolves to " +
+                   policy::printable_path(allowed->native()) + ".");
+  }
+  // A proposal stored by an older deskd (or written into the store by hand) may name any
+  // path: the place is checked again here, not only when the desk proposed it.
+  if (auto place = check_proposal_place(*allowed, policy.desk_directory(), store.proposable_paths(), shown); !place.ok()) {
+    return refused("Proposal " + proposal.id + " cannot be accepted: " + place.error().what);
   }
   if (proposal.base.empty()) {
     return refused("Proposal " + proposal.id +
                    " was made by an older deskd that did not record the file it was made against; ask the desk "
                    "to propose it again.");
   }
-  DESKD_ASSIGN_OR_RETURN(const std::string now, file_base(proposal.path));
-  if (now != proposal.base) {
-    return refused("Proposal " + proposal.id + " cannot be accepted: " + proposal.path +
-                   (now == "absent" ? " was deleted" : " changed") +
-                   " after the proposal was made. Nothing was written; reject it, or ask the desk to propose the "
-                   "change again.");
-  }
+  DESKD_ASSIGN_OR_RETURN(const FileOwner owner, proposal_writer(*allowed, policy.desk_directory()));
   const std::filesystem::path target(proposal.path);
-  DESKD_RETURN_IF_ERROR(
-      policy::SafeFile::write(target, proposal.content, policy::WriteMode::replace_durably, target.parent_path()));
+  const std::string& content = proposal.content;
+  const std::string& base = proposal.base;
+  const std::string proposal_id = proposal.id;
+  DESKD_RETURN_IF_ERROR(run_as_owner(owner, [&]() -> Result<void> {
+    // Both the check and the write with the owner's rights: what the owner cannot read or
+    // write, the accept cannot either.
+    DESKD_ASSIGN_OR_RETURN(const std::string now, file_base(target));
+    if (now != base) {
+      return refused("Proposal " + proposal_id + " cannot be accepted: " + shown +
+                     (now == "absent" ? " was deleted" : " changed") +
+                     " after the proposal was made. Nothing was written; reject it, or ask the desk to propose the "
+                     "change again.");
+    }
+    auto written = policy::SafeFile::write(target, content, policy::WriteMode::replace_durably, target.parent_path());
+    if (!written.ok() && written.error().error_number == EACCES && now != "absent") {
+      // The file's owner may change the file but not create one beside it (someone
+      // else's folder): rewritten in place and flushed, as the owner could do it.
+      written = policy::SafeFile::write(target, content, policy::WriteMode::rewrite_in_place, target.parent_path());
+    }
+    return written;
+  }));
   DESKD_RETURN_IF_ERROR(store.set_status(proposal.id, "accepted"));
   proposal.status = "accepted";
   return proposal;

@@ -97,6 +97,27 @@ Result<Proposal> load(const std::filesystem::path& folder, std::string_view id) 
 
 }  // namespace
 
+Result<void> check_proposal_place(const std::filesystem::path& resolved, const std::filesystem::path& desk_directory,
+                                  std::span<const std::filesystem::path> proposable_paths, std::string_view shown) {
+  if (policy::is_strictly_inside(resolved, desk_directory)) return success();
+  for (const auto& place : proposable_paths) {
+    if (policy::is_same_or_inside(resolved, place)) return success();
+  }
+  return Error::make(ErrorCode::refused,
+                     std::string(shown) +
+                         " is outside your desk folder; you may propose changes only to files inside it" +
+                         (proposable_paths.empty() ? std::string(".") : " and inside the paths the config names in proposable_paths."));
+}
+
+std::string proposal_label(const std::filesystem::path& path, const std::filesystem::path& desk_directory) {
+  if (policy::is_strictly_inside(path, desk_directory)) {
+    const std::string& text = path.native();
+    const std::size_t skip = desk_directory.native() == "/" ? 1 : desk_directory.native().size() + 1;
+    return text.substr(skip);
+  }
+  return path.native().substr(1);
+}
+
 std::string india_time_iso8601(Clock::TimePoint time) {
   using namespace std::chrono;
   // India has kept UTC+05:30 all year since 1945, so a fixed offset is exact.
@@ -113,7 +134,8 @@ std::string india_time_iso8601(Clock::TimePoint time) {
 }
 
 Result<std::shared_ptr<ProposalStore>> ProposalStore::open(const std::filesystem::path& folder,
-                                                           std::shared_ptr<const Clock> clock) {
+                                                           std::shared_ptr<const Clock> clock,
+                                                           std::vector<std::filesystem::path> proposable_paths) {
   if (!folder.is_absolute()) {
     return Error::make(ErrorCode::invalid_argument,
                        "The proposals folder " + policy::printable_path(folder.native()) + " is not absolute.");
@@ -131,11 +153,13 @@ Result<std::shared_ptr<ProposalStore>> ProposalStore::open(const std::filesystem
                        "The proposals folder " + folder.native() + " is not a usable folder.");
   }
   if (clock == nullptr) clock = std::make_shared<SystemClock>();
-  return std::shared_ptr<ProposalStore>(new ProposalStore(std::move(resolved), std::move(clock)));
+  return std::shared_ptr<ProposalStore>(
+      new ProposalStore(std::move(resolved), std::move(clock), std::move(proposable_paths)));
 }
 
 Result<Proposal> ProposalStore::create(std::string_view desk, const std::filesystem::path& path,
-                                       std::string_view reason, std::string_view content) {
+                                       std::string_view reason, std::string_view content,
+                                       const policy::FileSystemCalls& calls, std::string_view label) {
   if (!path.is_absolute()) {
     return Error::make(ErrorCode::invalid_argument,
                        policy::printable_path(path.native()) + " is not an absolute path.");
@@ -153,20 +177,19 @@ Result<Proposal> ProposalStore::create(std::string_view desk, const std::filesys
                        "A proposal must be UTF-8 text; the content, reason, desk or path is not.");
   }
 
+  // First what the file is (regular, or absent), then its content, both with `calls`.
+  Proposal proposal;
+  DESKD_ASSIGN_OR_RETURN(proposal.base, file_base(path, calls));
   std::string current;
   bool current_is_text = true;
   bool current_too_large = false;
-  auto read = policy::SafeFile::read(path, kMaximumDiffBytes + 1);
-  if (read.ok()) {
-    current = std::move(read->bytes);
-    current_too_large = read->truncated;
+  if (proposal.base != "absent") {
+    DESKD_ASSIGN_OR_RETURN(auto read, policy::SafeFile::read(path, kMaximumDiffBytes + 1, calls));
+    current = std::move(read.bytes);
+    current_too_large = read.truncated;
     current_is_text = current_too_large || is_valid_utf8(current);
-  } else if (read.error().code != ErrorCode::not_found) {
-    return std::move(read).error();
   }
 
-  Proposal proposal;
-  DESKD_ASSIGN_OR_RETURN(proposal.base, file_base(path));
   proposal.desk = desk;
   proposal.path = path.native();
   proposal.reason = reason;
@@ -177,8 +200,7 @@ Result<Proposal> ProposalStore::create(std::string_view desk, const std::filesys
   } else if (!current_is_text) {
     proposal.diff = kBinaryDiff;
   } else {
-    // The label drops the leading "/", so `patch -p1 -d /` would apply the diff.
-    proposal.diff = unified_diff(current, content, std::string_view(path.native()).substr(1));
+    proposal.diff = unified_diff(current, content, label.empty() ? std::string_view(path.native()).substr(1) : label);
   }
 
   std::lock_guard lock(mutex_);

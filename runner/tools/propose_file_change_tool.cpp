@@ -6,6 +6,7 @@
 #include "policy/safe_file.h"
 #include "runner/tools/file_tool_support.h"
 #include "runner/tools/file_tools.h"
+#include "runner/tools/proposal_decision.h"
 #include "runner/tools/tool_input.h"
 #include "runner/tools/unified_diff.h"
 
@@ -77,18 +78,33 @@ ToolResult ProposeFileChangeTool::run(const boost::json::object& input) const {
   if (context().proposals == nullptr) {
     return ToolResult::failure("propose_file_change is not available: this desk has no proposals folder.");
   }
-  // A proposal that changes nothing would only cost the user a decision.
-  auto current = policy::SafeFile::read(*resolved, content->size() + 1, *context().calls);
-  if (current.ok() && !current->truncated && current->bytes == *content) {
-    return ToolResult::failure(shown(*requested) + " already holds exactly this content; there is nothing to propose.");
+  const ProposalStore& store = *context().proposals;
+  if (auto place = check_proposal_place(*resolved, policy.desk_directory(), store.proposable_paths(), shown(*requested));
+      !place.ok()) {
+    return detail::failure(place.error());
+  }
+  // What is there now, asked in the desk's own view (its FileOpener): a special file is
+  // refused before anything opens it.
+  auto base = file_base(*resolved, *context().calls);
+  if (!base.ok()) {
+    return detail::failure(
+        detail::opening_error(base.error(), *requested, *resolved, detail::Purpose::write_file, *context().calls));
+  }
+  const bool new_file = *base == "absent";
+  if (!new_file) {
+    // A proposal that changes nothing would only cost the user a decision.
+    auto current = policy::SafeFile::read(*resolved, content->size() + 1, *context().calls);
+    if (current.ok() && !current->truncated && current->bytes == *content) {
+      return ToolResult::failure(shown(*requested) + " already holds exactly this content; there is nothing to propose.");
+    }
   }
 
-  auto proposal = context().proposals->create(context().desk_name, *resolved, *reason, *content);
+  auto proposal = context().proposals->create(context().desk_name, *resolved, *reason, *content, *context().calls,
+                                              proposal_label(*resolved, policy.desk_directory()));
   if (!proposal.ok()) {
     return detail::failure(
         detail::opening_error(proposal.error(), *requested, *resolved, detail::Purpose::write_file, *context().calls));
   }
-  const bool new_file = !current.ok() && current.error().code == ErrorCode::not_found;
   return ToolResult::success("Proposal " + proposal->id + " stored: " + (new_file ? "a new file " : "a change to ") +
                              shown(*requested) + " (" + diff_summary(proposal->diff) +
                              "). The user will accept or reject it; until then the file stays as it is.");

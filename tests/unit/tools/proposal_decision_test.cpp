@@ -111,6 +111,24 @@ TEST_F(ProposalDecisionTest, AHiddenPathIsNeverWritten) {
   EXPECT_EQ(read_file(root_ / "secrets" / "key"), "secret\n");
 }
 
+TEST_F(ProposalDecisionTest, AForgedProposalOutsideTheDeskFolderIsNeverWritten) {
+  // Stored by an older deskd, or written into the store by hand: accept checks the place too.
+  const std::string id = propose(root_ / "profile.sh", "id\n");
+  auto refused = accept_proposal(*store_, *policy_, id);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::refused);
+  EXPECT_NE(refused.error().what.find("is outside your desk folder"), std::string::npos) << refused.error().what;
+  EXPECT_FALSE(std::filesystem::exists(root_ / "profile.sh"));
+  EXPECT_EQ(store_->get(id)->status, "open");
+}
+
+TEST_F(ProposalDecisionTest, AFifoIsRefusedWithoutBeingOpened) {
+  ASSERT_EQ(::mkfifo((desk() / "pipe").c_str(), 0600), 0);
+  auto base = file_base(desk() / "pipe");
+  ASSERT_FALSE(base.ok());
+  EXPECT_NE(base.error().what.find("is not a regular file"), std::string::npos) << base.error().what;
+}
+
 TEST_F(ProposalDecisionTest, RejectingLeavesTheFileAlone) {
   const std::string id = propose(desk() / "plan.md", "lots: 99\n");
   auto rejected = reject_proposal(*store_, id);

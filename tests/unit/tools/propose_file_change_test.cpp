@@ -39,21 +39,31 @@ TEST_F(ProposeFileChangeTest, StoresAProposalAndLeavesTheFileAlone) {
   EXPECT_EQ(proposal.content, "The user's better plan.\n");
   EXPECT_EQ(proposal.status, "open");
   EXPECT_EQ(proposal.time, "2024-01-01T05:30:00+05:30");
-  const std::string label = (desk() / "plan.md").native().substr(1);
-  EXPECT_EQ(proposal.diff, "--- a/" + label + "\n+++ b/" + label +
-                               "\n@@ -1 +1 @@\n-The user's plan.\n+The user's better plan.\n");
+  // Desk-relative labels: `patch -p1` in the desk folder applies the diff.
+  EXPECT_EQ(proposal.diff, "--- a/plan.md\n+++ b/plan.md\n@@ -1 +1 @@\n-The user's plan.\n+The user's better plan.\n");
 }
 
 TEST_F(ProposeFileChangeTest, ANewFileDiffsAgainstNothing) {
-  const auto result = propose({{"path", "../docs/new.md"}, {"content", "a\nb\n"}, {"reason", "docs"}});
+  const auto result = propose({{"path", "new.md"}, {"content", "a\nb\n"}, {"reason", "docs"}});
   EXPECT_FALSE(result.is_error) << result.text;
-  EXPECT_THAT(result.text, ::testing::HasSubstr("stored: a new file ../docs/new.md (+2 -0 lines)"));
+  EXPECT_THAT(result.text, ::testing::HasSubstr("stored: a new file new.md (+2 -0 lines)"));
   auto proposals = store().list();
   ASSERT_TRUE(proposals.ok());
   ASSERT_EQ(proposals->size(), 1u);
-  const std::string label = (root() / "docs" / "new.md").native().substr(1);
-  EXPECT_EQ(proposals->front().path, (root() / "docs" / "new.md").native());
-  EXPECT_EQ(proposals->front().diff, "--- a/" + label + "\n+++ b/" + label + "\n@@ -0,0 +1,2 @@\n+a\n+b\n");
+  EXPECT_EQ(proposals->front().path, (desk() / "new.md").native());
+  EXPECT_EQ(proposals->front().diff, "--- a/new.md\n+++ b/new.md\n@@ -0,0 +1,2 @@\n+a\n+b\n");
+  EXPECT_FALSE(std::filesystem::exists(desk() / "new.md"));
+}
+
+// Issue 26: a proposal names only a file of the desk's own folder (or of proposable_paths).
+TEST_F(ProposeFileChangeTest, APathOutsideTheDeskFolderIsRefused) {
+  for (const std::string& requested : {std::string("../docs/new.md"), std::string("/etc/profile.d/x.sh"),
+                                       std::string(".."), desk().native()}) {
+    const auto result = propose({{"path", requested}, {"content", "x"}, {"reason", "r"}});
+    EXPECT_TRUE(result.is_error);
+    EXPECT_EQ(result.text, requested + " is outside your desk folder; you may propose changes only to files inside it.");
+  }
+  EXPECT_TRUE(entries_of(proposals_folder()).empty());
   EXPECT_FALSE(std::filesystem::exists(root() / "docs"));
 }
 
@@ -81,7 +91,8 @@ TEST_F(ProposeFileChangeTest, TheDesksOwnPlacesAreWrittenDirectly) {
 TEST_F(ProposeFileChangeTest, RefusesNoChangeFoldersAndEmptyReasons) {
   EXPECT_EQ(propose({{"path", "plan.md"}, {"content", std::string(kPlan)}, {"reason", "r"}}).text,
             "plan.md already holds exactly this content; there is nothing to propose.");
-  EXPECT_EQ(propose({{"path", ".."}, {"content", "x"}, {"reason", "r"}}).text, ".. is a folder, not a file.");
+  std::filesystem::create_directory(desk() / "docs");
+  EXPECT_EQ(propose({{"path", "docs"}, {"content", "x"}, {"reason", "r"}}).text, "docs is a folder, not a file.");
   EXPECT_EQ(propose({{"path", "plan.md"}, {"content", "x"}, {"reason", " \n"}}).text,
             "propose_file_change needs a non-empty 'reason' saying why the change is wanted.");
   EXPECT_TRUE(entries_of(proposals_folder()).empty());
