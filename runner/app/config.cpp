@@ -17,6 +17,7 @@
 #include "runner/app/config_confinement.h"
 #include "runner/app/config_reader.h"
 #include "runner/app/config_values.h"
+#include "runner/app/uid_registry.h"
 #include "runner/model/script_provider.h"
 
 namespace deskd::app {
@@ -74,6 +75,10 @@ ConfigPosition read_desk_uid_range(TableReader& reader, RunnerConfig& runner, Lo
   } else if (lowest <= kOverflowUserId && kOverflowUserId <= highest) {
     context.problems.add(position, range + " holds 65534, the id the kernel shows for unmapped users ('nobody'); "
                                            "start the range past it (the default start is 1879048192)");
+  } else if (lowest <= kAdHocDeskUid && kAdHocDeskUid <= highest) {
+    context.problems.add(position, range + " holds " + std::to_string(kAdHocDeskUid) +
+                                       ", the uid of the ad-hoc commands (deskd sandbox, shell, mcp, run); end the "
+                                       "range below it");
   }
   return position;
 }

@@ -119,10 +119,14 @@ Result<std::vector<Allocation>> read_allocations(const std::filesystem::path& fi
   return allocations;
 }
 
-// The lowest id of the range that no allocation holds.
-std::optional<std::uint64_t> lowest_free_id(const std::vector<Allocation>& allocations, const Range& range) {
+// The lowest id of the range that no allocation holds, nor any deskd's desk in the
+// register, nor the ad-hoc commands.
+std::optional<std::uint64_t> lowest_free_id(const std::vector<Allocation>& allocations, const Range& range,
+                                            const UidRegistry& registry) {
   std::set<std::uint64_t> taken;
   for (const auto& allocation : allocations) taken.insert(allocation.id);
+  for (const auto& entry : registry.entries()) taken.insert(entry.uid);
+  taken.insert(kAdHocDeskUid);
   // At most one step per allocation, plus 65534, before a free id turns up.
   for (std::uint64_t id = range.first; id < range.end; ++id) {
     if (range.contains(id) && !taken.contains(id)) return id;
@@ -141,20 +145,30 @@ Result<std::map<std::string, uid_t>> read_desk_ids(const Config& config) {
   return ids;
 }
 
-Result<DeskIds> desk_ids_for(const Config& config, const std::string& desk_name) {
+Result<DeskIds> desk_ids_for(const Config& config, const std::string& desk_name,
+                             const std::filesystem::path& desk_folder, const std::filesystem::path& registry_file) {
   if (!config_detail::is_desk_name(desk_name)) {
     return Error::make(ErrorCode::invalid_argument, config_detail::in_quotes(desk_name) + " is not a desk name.");
   }
   const Range range = range_of(config);
   const std::filesystem::path file = desk_ids_file(config);
+  DESKD_ASSIGN_OR_RETURN(UidRegistry registry, UidRegistry::lock(registry_file));
   DESKD_ASSIGN_OR_RETURN(std::vector<Allocation> allocations, read_allocations(file, range));
+  // The register names the state folder as this deskd's config writes it, resolved where it exists.
+  std::error_code resolve_error;
+  const std::filesystem::path state = std::filesystem::weakly_canonical(config.runner.state_folder, resolve_error);
+  const auto registration = [&](std::uint64_t id) {
+    return UidRegistration{static_cast<uid_t>(id), resolve_error ? config.runner.state_folder : state, desk_name,
+                           desk_folder};
+  };
   for (const auto& allocation : allocations) {
     if (allocation.name == desk_name) {
+      DESKD_RETURN_IF_ERROR(registry.record(registration(allocation.id)));
       return DeskIds{static_cast<uid_t>(allocation.id), static_cast<gid_t>(allocation.id)};
     }
   }
 
-  const auto id = lowest_free_id(allocations, range);
+  const auto id = lowest_free_id(allocations, range, registry);
   if (!id) {
     return Error::make(ErrorCode::refused, "No desk id is left for desk " + config_detail::in_quotes(desk_name) +
                                                ": " + file.native() + " holds every id of the desk uid range " +
@@ -173,6 +187,8 @@ Result<DeskIds> desk_ids_for(const Config& config, const std::string& desk_name)
   // Durably: once a desk has run as an id, a crash must not hand that id to another desk.
   auto written = policy::SafeFile::write(file, text, policy::WriteMode::replace_durably, config.runner.state_folder);
   if (!written.ok()) return Error::make(written.error().code, "Saving the desk ids: " + written.error().what);
+  // After the state folder's file exists, so the entry is live from its first reading.
+  DESKD_RETURN_IF_ERROR(registry.record(registration(*id)));
   return DeskIds{static_cast<uid_t>(*id), static_cast<gid_t>(*id)};
 }
 

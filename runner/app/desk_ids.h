@@ -14,6 +14,7 @@
 
 #include "base/result.h"
 #include "runner/app/config.h"
+#include "runner/app/uid_registry.h"
 
 namespace deskd::app {
 
@@ -30,7 +31,13 @@ std::filesystem::path desk_ids_file(const Config& config);
 /// file, fsync, rename), creating the state folder if need be. Refuses, naming file:line, a
 /// damaged line (not "NAME UID", a name or id listed twice) and an id outside the configured
 /// range — never reallocating silently; also a range with no free id left.
-Result<DeskIds> desk_ids_for(const Config& config, const std::string& desk_name);
+/// Under the host-wide uid register's lock (uid_registry.h): an id another deskd's desk
+/// holds (or the ad-hoc commands' id) is never taken, and the desk's id and `desk_folder`
+/// are recorded there, so ad-hoc commands refuse its folder. An id this file already gives
+/// the desk but the register gives another deskd's desk is refused, naming both.
+Result<DeskIds> desk_ids_for(const Config& config, const std::string& desk_name,
+                             const std::filesystem::path& desk_folder = {},
+                             const std::filesystem::path& registry_file = kUidRegistryFile);
 
 /// The ids the file has handed out so far, by desk name, without handing out any; empty when
 /// there is no file yet. Refuses what desk_ids_for refuses. For `deskd doctor`.

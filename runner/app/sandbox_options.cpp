@@ -1,5 +1,9 @@
 #include "runner/app/sandbox_options.h"
 
+#include <unistd.h>
+
+#include "runner/app/uid_registry.h"
+
 #include "policy/confinement.h"
 #include "policy/egress_allowlist.h"
 #include "runner/app/cli_values.h"
@@ -21,7 +25,7 @@ const char* const kSandboxOptionsHelp =
     "  --read-only PATH    show a host file or folder read-only at its own path (repeatable)\n"
     "  --host-view minimal|full  the system folders, the desk and what --read-only names\n"
     "                      (default), or the whole host read-only\n"
-    "  --uid N --gid N     host ids of the sandbox when deskd runs as root (default 1879048192;\n"
+    "  --uid N --gid N     host ids of the sandbox when deskd runs as root (default 2147418112;\n"
     "                      never 0 or 65534)\n"
     "  --hostname NAME     hostname inside (default deskd)\n"
     "  --env NAME          copy the variable NAME from deskd's environment (repeatable)\n";
@@ -93,13 +97,22 @@ Result<sandbox::SandboxSpec> build_desk_sandbox_spec(const std::filesystem::path
 }
 
 Result<sandbox::SandboxSpec> build_sandbox_spec(const SandboxOptions& options) {
-  if (options.desk_directory) {
-    return build_desk_sandbox_spec(*options.desk_directory, options.hidden_paths, options.settings);
-  }
   std::error_code error;
-  const auto here = std::filesystem::current_path(error);
-  DESKD_ASSIGN_OR_RETURN(auto confinement, policy::Confinement::create(here, options.hidden_paths));
-  return sandbox::build_sandbox_spec(confinement, options.settings);
+  const auto folder = options.desk_directory ? *options.desk_directory : std::filesystem::current_path(error);
+  sandbox::SandboxSettings settings = options.settings;
+  if (::geteuid() == 0) {
+    // A root ad-hoc command never runs as a served desk's uid, nor on a served desk's
+    // folder: it would hand that desk's places to another uid (or its own to the desk).
+    const auto resolved = std::filesystem::weakly_canonical(folder, error);
+    DESKD_RETURN_IF_ERROR(refuse_served_desk_folder(error ? folder : resolved));
+    if (!settings.uid && !settings.gid) {
+      settings.uid = kAdHocDeskUid;
+      settings.gid = kAdHocDeskUid;
+    }
+  }
+  if (options.desk_directory) return build_desk_sandbox_spec(folder, options.hidden_paths, settings);
+  DESKD_ASSIGN_OR_RETURN(auto confinement, policy::Confinement::create(folder, options.hidden_paths));
+  return sandbox::build_sandbox_spec(confinement, settings);
 }
 
 }  // namespace deskd::app

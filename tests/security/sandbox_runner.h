@@ -24,8 +24,8 @@ enum class Daemon { root, unprivileged };
 /// The uid/gid the test drops to for the unprivileged daemon.
 inline constexpr uid_t kUnprivilegedUid = 4242;
 /// The host uid/gid a root daemon's sandboxed processes run as (`--uid`/`--gid` default:
-/// sandbox::kDefaultDeskUid, the start of the range systemd leaves unused).
-inline constexpr uid_t kRootSandboxUid = 1879048192;
+/// app::kAdHocDeskUid, the ad-hoc commands' uid, outside every served desk's range).
+inline constexpr uid_t kRootSandboxUid = 2147418112;
 
 /// "RootDaemon" or "UnprivilegedDaemon", the test-name suffix for a daemon parameter.
 std::string daemon_name(Daemon daemon);

@@ -33,6 +33,8 @@ class DeskIdsTest : public ::testing::Test {
     config_ = config_with(root_ / "state", kFirst, 65536);
   }
   void TearDown() override { fs::remove_all(root_); }
+  // A register of the test's own: the host's holds the ids of every deskd running now.
+  fs::path registry() const { return root_ / "uid-registry"; }
 
   static Config config_with(const fs::path& state, std::uint32_t first, std::uint32_t count) {
     Config config;
@@ -52,7 +54,7 @@ class DeskIdsTest : public ::testing::Test {
     return text.str();
   }
   uid_t uid_of(const Config& config, const std::string& name) const {
-    auto ids = desk_ids_for(config, name);
+    auto ids = desk_ids_for(config, name, {}, registry());
     EXPECT_TRUE(ids.ok()) << (ids.ok() ? "" : ids.error().what);
     if (!ids.ok()) return 0;
     EXPECT_EQ(ids->uid, ids->gid);
@@ -110,7 +112,7 @@ TEST_F(DeskIdsTest, TheOverflowIdIsNeverHandedOut) {
   const Config config = config_with(root_ / "state", 65533, 3);
   EXPECT_EQ(uid_of(config, "alpha"), 65533u);
   EXPECT_EQ(uid_of(config, "beta"), 65535u);
-  const auto full = desk_ids_for(config, "gamma");
+  const auto full = desk_ids_for(config, "gamma", {}, registry());
   ASSERT_FALSE(full.ok());
   EXPECT_THAT(full.error().what, HasSubstr("No desk id is left for desk 'gamma'"));
 }
@@ -118,7 +120,7 @@ TEST_F(DeskIdsTest, TheOverflowIdIsNeverHandedOut) {
 TEST_F(DeskIdsTest, AnIdOutsideTheRangeIsAnErrorNotAReallocation) {
   write_ids("alpha 1879048192\nbeta 1000\n");
   const std::string before = ids_text();
-  const auto ids = desk_ids_for(config_, "alpha");
+  const auto ids = desk_ids_for(config_, "alpha", {}, registry());
   ASSERT_FALSE(ids.ok());
   EXPECT_THAT(ids.error().what, StartsWith((root_ / "state/desk-ids").native() + ":2: desk 'beta' has the id 1000, "
                                                                                  "outside the desk uid range "
@@ -139,7 +141,7 @@ TEST_F(DeskIdsTest, ADamagedFileNamesItsLine) {
   };
   for (const auto& [text, expected] : cases) {
     write_ids(text);
-    const auto ids = desk_ids_for(config_, "gamma");
+    const auto ids = desk_ids_for(config_, "gamma", {}, registry());
     ASSERT_FALSE(ids.ok()) << text;
     EXPECT_THAT(ids.error().what, StartsWith(expected)) << text;
     EXPECT_EQ(ids_text(), text);
