@@ -113,6 +113,9 @@ struct SandboxSpec {
   std::vector<std::filesystem::path> hidden_paths{};
   /// Folders covered by an empty tmpfs so that no host Unix socket in them is reachable.
   std::vector<std::filesystem::path> runtime_directories{};
+  /// Full view: people's homes (/home, /root and deskd's own user's home), covered by an
+  /// empty tmpfs; the desk folder and read-only paths inside them are bound back.
+  std::vector<std::filesystem::path> covered_homes{};
   NetworkMode network = NetworkMode::none;
   /// network = "allowlist": where each launch gets its relay to deskd's egress proxy. A
   /// launch without one fails closed. Set by whoever runs the proxy (runner/egress/).

@@ -77,7 +77,12 @@ std::vector<std::string> daemon_environment(Daemon daemon, const LaunchOptions& 
       "DESKD_TEST_SECRET=daemon-only-value",
       "ANTHROPIC_API_KEY=sk-ant-test-must-not-leak",
   };
-  environment.insert(environment.end(), options.environment.begin(), options.environment.end());
+  // A variable the options name again (HOME, say) takes the options' value.
+  for (const std::string& entry : options.environment) {
+    const std::string prefix = entry.substr(0, entry.find('=') + 1);
+    std::erase_if(environment, [&](const std::string& each) { return each.rfind(prefix, 0) == 0; });
+    environment.push_back(entry);
+  }
   return environment;
 }
 

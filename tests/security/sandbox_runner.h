@@ -46,7 +46,7 @@ const std::string& probe_folder();
 std::string probe(std::string_view name);
 
 struct LaunchOptions {
-  /// "NAME=value" entries added to deskd's own environment.
+  /// "NAME=value" entries added to deskd's own environment (replacing the default of NAME).
   std::vector<std::string> environment;
   /// Open a few fds without O_CLOEXEC in the launching process before exec'ing deskd.
   bool open_extra_fds = false;
