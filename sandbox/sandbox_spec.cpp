@@ -142,6 +142,7 @@ SandboxSpecBuilder& SandboxSpecBuilder::apply(const SandboxSettings& settings) {
   for (const auto& path : settings.read_only_paths) show_read_only(path);
   for (const auto& name : settings.environment_variables) allow_environment_variable(name);
   if (settings.hostname) hostname(*settings.hostname);
+  spec_.allow_supplementary_groups = settings.allow_supplementary_groups;
   if (settings.uid || settings.gid) run_as(settings.uid.value_or(kDefaultDeskUid), settings.gid.value_or(kDefaultDeskUid));
   return *this;
 }

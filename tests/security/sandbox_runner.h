@@ -54,6 +54,8 @@ struct LaunchOptions {
   std::string working_directory = "/";
   /// The file deskd reads as its standard input (opened by the test, before any uid change).
   std::string standard_input = "/dev/null";
+  /// deskd's supplementary groups (either daemon); none by default, as a service should run.
+  std::vector<gid_t> supplementary_groups;
   /// After this, deskd is killed with SIGKILL and the run counts as timed out.
   std::chrono::milliseconds timeout{20000};
 };
