@@ -16,9 +16,11 @@
 namespace deskd::sandbox {
 namespace {
 
-Result<void> launch_in(const std::filesystem::path& desk) {
+Result<void> launch_in(const std::filesystem::path& desk, bool allow_supplementary_groups) {
   DESKD_ASSIGN_OR_RETURN(auto confinement, policy::Confinement::create(desk, {}));
-  DESKD_ASSIGN_OR_RETURN(auto spec, build_sandbox_spec(confinement, SandboxSettings{}));
+  SandboxSettings settings;
+  settings.allow_supplementary_groups = allow_supplementary_groups;
+  DESKD_ASSIGN_OR_RETURN(auto spec, build_sandbox_spec(confinement, settings));
   DESKD_RETURN_IF_ERROR(prepare_desk_for_sandbox(spec));
   UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!null_fd) return Error::from_errno(errno, "Opening /dev/null failed");
@@ -36,7 +38,7 @@ Result<void> launch_in(const std::filesystem::path& desk) {
 
 }  // namespace
 
-SupportCheck try_sandbox_launch() {
+SupportCheck try_sandbox_launch(bool allow_supplementary_groups) {
   SupportCheck check;
   check.name = "a real launch";
   check.required = true;
@@ -51,7 +53,7 @@ SupportCheck try_sandbox_launch() {
   std::error_code error;
   std::filesystem::create_directory(desk, error);
   ::chmod(pattern.c_str(), 0755);
-  auto tried = error ? Result<void>(Error::make(ErrorCode::system, "cannot create " + desk.native())) : launch_in(desk);
+  auto tried = error ? Result<void>(Error::make(ErrorCode::system, "cannot create " + desk.native())) : launch_in(desk, allow_supplementary_groups);
   std::filesystem::remove_all(pattern, error);
   if (tried.ok()) {
     check.available = true;

@@ -10,7 +10,8 @@ namespace deskd::sandbox {
 /// Makes a throwaway desk folder under $TMPDIR (default /tmp), runs `true` in a sandbox of
 /// it with the default settings, stats the folder through the desk's file opener, and
 /// removes the folder. The check is available when all of it worked; otherwise its detail
-/// is the launch's own error, which names the failed step.
-SupportCheck try_sandbox_launch();
+/// is the launch's own error, which names the failed step. `allow_supplementary_groups`:
+/// as the config says (supplementary_groups.h).
+SupportCheck try_sandbox_launch(bool allow_supplementary_groups = false);
 
 }  // namespace deskd::sandbox

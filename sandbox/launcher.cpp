@@ -18,6 +18,7 @@
 #include "sandbox/container_fix.h"
 #include "sandbox/init/init_protocol.h"
 #include "sandbox/init_image.h"
+#include "sandbox/supplementary_groups.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -172,6 +173,12 @@ namespace {
 
 Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
                               const StandardStreams& streams) {
+  // Every launch (bash, the file opener, `deskd sandbox`) passes here: an unprivileged
+  // deskd's supplementary groups would go with the desk. A setup refusal (exit 125), not
+  // the command's (126).
+  if (auto groups = check_supplementary_groups(spec.allow_supplementary_groups); !groups.ok()) {
+    return Error::make(ErrorCode::unsupported, "The sandbox could not be set up: " + groups.error().what);
+  }
   const SeccompProgram* seccomp = &shared_seccomp_program();
   DESKD_ASSIGN_OR_RETURN(const int init_image, init_image_descriptor());
   auto mount_steps = plan_mounts(spec);

@@ -12,6 +12,7 @@
 
 #include "policy/path_resolution.h"
 #include "sandbox/child_failure.h"
+#include "sandbox/kernel_masks.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -219,6 +220,7 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
     steps.push_back(step(Operation::mount_sysfs, in_new_root("/sys"),
                          "mount a read-only /sys of the sandbox's network (an empty one where a container forbids it)"));
   }
+  plan_kernel_masks(steps);
   plan_devices(spec, steps);
   steps.push_back(tmpfs(in_new_root("/tmp"),
                         "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes), kQuiet,
@@ -226,6 +228,22 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
   for (const auto& folder : spec.runtime_directories) {
     steps.push_back(tmpfs(in_new_root(folder), "mode=0755,size=4k", kQuiet | MS_NOEXEC | MS_RDONLY,
                           "cover " + folder.native() + " so the host's sockets are out of reach"));
+  }
+
+  // Full view: people's homes are covered like the runtime folders, but by a tmpfs that
+  // stays writable until the end, so that the mount points of what the desk is shown inside
+  // a home (its own folder, read-only paths) can be made in it; sealed before the pivot.
+  for (const auto& home : spec.covered_homes) {
+    steps.push_back(tmpfs(in_new_root(home), "mode=0755,size=16k", kQuiet | MS_NOEXEC,
+                          "cover the home folder " + home.native()));
+  }
+  if (!minimal) {
+    for (const auto& path : spec.read_only_paths) {
+      if (!inside_any(path, spec.covered_homes)) continue;
+      const bool folder = is_folder_on_host(path);
+      plan_mount_point(path, folder, steps);
+      plan_shown(path, folder, kReadOnly, "the read-only path " + path.native(), steps);
+    }
   }
 
   // The desk folder, read-only, always bound on its own: after the sandbox's /tmp (a desk
@@ -238,7 +256,7 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
     shown.insert(shown.end(), spec.read_only_paths.begin(), spec.read_only_paths.end());
   }
   const bool covered = policy::is_strictly_inside(desk, "/tmp") || policy::is_strictly_inside(desk, "/dev/shm") ||
-                       inside_any(desk, spec.runtime_directories);
+                       inside_any(desk, spec.runtime_directories) || inside_any(desk, spec.covered_homes);
   if ((minimal && !inside_any(desk, shown)) || covered) plan_mount_point(desk, true, steps);
   plan_shown(desk, true, kReadOnly, "the desk folder", steps);
 
@@ -250,6 +268,10 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
   if (spec.network == NetworkMode::allowlist) plan_egress_hosts(spec, steps);
   for (const auto& hidden : spec.hidden_paths) {
     steps.push_back(step(Operation::mask, in_new_root(hidden), "mask the hidden path"));
+  }
+  for (const auto& home : spec.covered_homes) {
+    steps.push_back(attributes(in_new_root(home), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false,
+                               "make the cover of " + home.native() + " read-only"));
   }
   if (minimal) {
     // Nothing may be created at the top of the view: the tmpfs root goes read-only last.
@@ -344,6 +366,12 @@ int carry_out(const MountStep& s) {
       return set_mount_attributes(target, s.attributes_set, s.attributes_clear, s.recursive);
     case Operation::mask:
       return mask(target);
+    case Operation::make_read_only_if_present: {
+      struct stat status {};
+      if (::lstat(target, &status) != 0) return errno == ENOENT ? 0 : -1;
+      if (::mount(target, target, nullptr, MS_BIND | MS_REC, nullptr) != 0) return -1;
+      return set_mount_attributes(target, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, true);
+    }
     case Operation::mount_proc:
       return ::mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
     case Operation::mount_sysfs:

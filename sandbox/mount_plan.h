@@ -7,10 +7,12 @@
 // the new root at /newroot, then pivots into it and detaches everything else:
 //   minimal view: a tmpfs root with the system folders and the read-only paths bound
 //   read-only (full view: the whole host read-only, runtime folders covered) -> /proc,
-//   /sys, /dev, /tmp, /dev/shm -> the desk folder bound read-only at its own path -> its
+//   /sys and their kernel masks (kernel_masks.h), /dev, /tmp, /dev/shm -> (full view:
+//   homes covered, the read-only paths inside them bound back) -> the desk folder bound
+//   read-only at its own path -> its
 //   writable places bound read-write -> (network "allowlist": the desk's /etc/hosts bound
-//   read-only over the view's) -> hidden paths masked -> the root made read-only ->
-//   pivot_root.
+//   read-only over the view's) -> hidden paths masked -> the root (full view: the homes'
+//   covers) made read-only -> pivot_root.
 
 #include <string>
 #include <vector>
@@ -33,6 +35,7 @@ struct MountStep {
     bind,                  ///< source -> target; recursive flag
     set_attributes,        ///< target: mount_setattr set/clear, recursive flag
     mask,                  ///< target: tmpfs if a folder, the empty file if not, else skip
+    make_read_only_if_present,  ///< target bound onto itself, recursively read-only; skipped if missing
     mount_proc,            ///< target
     mount_sysfs,           ///< target, read-only; an empty read-only tmpfs where sysfs is refused (EPERM)
     mount_devpts,          ///< target

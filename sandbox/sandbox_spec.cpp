@@ -1,6 +1,8 @@
 #include "sandbox/sandbox_spec.h"
 
+#include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -59,6 +61,50 @@ std::vector<std::filesystem::path> runtime_directories() {
   return folders;
 }
 
+// The full view shows the whole host but not its people's homes: /home, /root, and the home
+// of the user deskd runs as (its passwd entry and its $HOME), which under an unprivileged
+// deskd is often neither and holds its keys (~/.ssh). Not covered: a home that is or holds a
+// system folder the tools need ("/" for many system users), nor one inside a folder the
+// sandbox replaces anyway (/tmp, /dev, /proc, /sys, the runtime folders), where the view
+// would have no mount point for the cover.
+std::vector<std::filesystem::path> home_folders(const std::vector<std::filesystem::path>& runtime_folders) {
+  std::vector<std::string> candidates = {"/home", "/root"};
+  // getpwuid_r: deskd may have threads; a missing entry (an unnamed uid) is simply no home.
+  std::string buffer(16384, '\0');
+  passwd entry{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(::geteuid(), &entry, buffer.data(), buffer.size(), &found) == 0 && found != nullptr &&
+      found->pw_dir != nullptr) {
+    candidates.emplace_back(found->pw_dir);
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr) candidates.emplace_back(home);
+
+  std::vector<std::filesystem::path> homes;
+  for (const auto& candidate : candidates) {
+    if (candidate.empty() || candidate.front() != '/') continue;
+    auto resolved = policy::resolve_path(candidate, "/");
+    if (!resolved.ok() || !is_folder(*resolved)) continue;
+    const auto& home = *resolved;
+    const bool holds_system_folder =
+        std::any_of(std::begin(kShownSystemFolders), std::end(kShownSystemFolders),
+                    [&](const char* system) { return policy::is_same_or_inside(system, home); });
+    constexpr const char* kReplacedFolders[] = {"/tmp", "/dev", "/proc", "/sys"};
+    const bool replaced_anyway =
+        std::any_of(std::begin(kReplacedFolders), std::end(kReplacedFolders),
+                    [&](const char* folder) { return policy::is_same_or_inside(home, folder); }) ||
+        std::any_of(runtime_folders.begin(), runtime_folders.end(),
+                    [&](const auto& folder) { return policy::is_same_or_inside(home, folder); });
+    if (holds_system_folder || replaced_anyway) continue;
+    if (std::any_of(homes.begin(), homes.end(),
+                    [&](const auto& other) { return policy::is_same_or_inside(home, other); })) {
+      continue;
+    }
+    std::erase_if(homes, [&](const auto& other) { return policy::is_same_or_inside(other, home); });
+    homes.push_back(home);
+  }
+  return homes;
+}
+
 }  // namespace
 
 std::vector<std::string> base_environment(const std::filesystem::path& home) {
@@ -96,6 +142,7 @@ SandboxSpecBuilder& SandboxSpecBuilder::apply(const SandboxSettings& settings) {
   for (const auto& path : settings.read_only_paths) show_read_only(path);
   for (const auto& name : settings.environment_variables) allow_environment_variable(name);
   if (settings.hostname) hostname(*settings.hostname);
+  spec_.allow_supplementary_groups = settings.allow_supplementary_groups;
   if (settings.uid || settings.gid) run_as(settings.uid.value_or(kDefaultDeskUid), settings.gid.value_or(kDefaultDeskUid));
   return *this;
 }
@@ -227,7 +274,10 @@ Result<SandboxSpec> SandboxSpecBuilder::build() const {
       spec.read_only_paths.push_back(std::move(resolved).value());
     }
   }
-  if (spec.host_view == HostView::full) spec.runtime_directories = runtime_directories();
+  if (spec.host_view == HostView::full) {
+    spec.runtime_directories = runtime_directories();
+    spec.covered_homes = home_folders(spec.runtime_directories);
+  }
   for (const auto& folder : spec.runtime_directories) {
     if (policy::is_same_or_inside(desk, folder)) {
       problems.push_back("the desk folder " + desk.native() + " lies inside " + folder.native() +

@@ -102,6 +102,10 @@ struct SandboxSettings {
   /// Host ids of the desk's processes under a root deskd (default kDefaultDeskUid).
   std::optional<uid_t> uid;
   std::optional<gid_t> gid;
+  /// Under an unprivileged deskd, let the desk keep deskd's supplementary groups, which it
+  /// cannot drop in the desk's user namespace (supplementary_groups.h). Off: such a launch
+  /// is refused.
+  bool allow_supplementary_groups = false;
 
   bool operator==(const SandboxSettings&) const = default;
 };
@@ -113,6 +117,9 @@ struct SandboxSpec {
   std::vector<std::filesystem::path> hidden_paths{};
   /// Folders covered by an empty tmpfs so that no host Unix socket in them is reachable.
   std::vector<std::filesystem::path> runtime_directories{};
+  /// Full view: people's homes (/home, /root and deskd's own user's home), covered by an
+  /// empty tmpfs; the desk folder and read-only paths inside them are bound back.
+  std::vector<std::filesystem::path> covered_homes{};
   NetworkMode network = NetworkMode::none;
   /// network = "allowlist": where each launch gets its relay to deskd's egress proxy. A
   /// launch without one fails closed. Set by whoever runs the proxy (runner/egress/).
@@ -132,6 +139,9 @@ struct SandboxSpec {
   gid_t root_daemon_gid = kDefaultDeskUid;
   /// Where the command starts: the desk folder.
   std::filesystem::path working_directory{};
+  /// Under an unprivileged deskd with supplementary groups: launch anyway, the sandbox
+  /// keeping them (SandboxSettings::allow_supplementary_groups).
+  bool allow_supplementary_groups = false;
 };
 
 /// Builds a SandboxSpec; setters never fail, build() reports every problem at once.

@@ -34,7 +34,7 @@ namespace {
 
 // Docker's default profile, as far as it allows calls unconditionally on x86_64, minus
 // adjtimex, clock_adjtime, io_uring_* and name_to_handle_at (denied below) and minus
-// ioctl, personality and socket (decided by argument, below). Added: arch_prctl and
+// ioctl, personality, socket and socketpair (decided by argument, below). Added: arch_prctl and
 // modify_ldt (Docker allows them on x86 only), and newer calls that reach nothing the calls
 // they extend do not (fchmodat2, cachestat, map_shadow_stack, the futex2 calls, mseal).
 // clang-format off
@@ -78,7 +78,7 @@ constexpr const char* kAllowedSyscalls[] = {
     "setitimer", "setpgid", "setpriority", "setregid", "setresgid", "setresuid", "setreuid",
     "setrlimit", "set_robust_list", "setsid", "setsockopt", "set_thread_area",
     "set_tid_address", "setuid", "setxattr", "shmat", "shmctl", "shmdt", "shmget", "shutdown",
-    "sigaltstack", "signalfd", "signalfd4", "socketpair", "splice", "stat", "statfs", "statx",
+    "sigaltstack", "signalfd", "signalfd4", "splice", "stat", "statfs", "statx",
     "symlink", "symlinkat", "sync", "sync_file_range", "syncfs", "sysinfo", "tee", "tgkill",
     "time", "timer_create", "timer_delete", "timer_getoverrun", "timer_gettime",
     "timer_settime", "timerfd_create", "timerfd_gettime", "timerfd_settime", "times", "tkill",
@@ -179,8 +179,17 @@ constexpr NamedValue kAllowedPersonalities[] = {
 // AF_UNIX: a host socket whose file is in the desk's view (under /etc, say) could be
 // connected to whatever the mounts say, since a read-only mount does not stop connect(), and
 // landlock cannot yet restrict it; seccomp cannot read the address, so the family goes.
-// socketpair(2), which reaches nothing outside, stays allowed for pipes between processes.
 constexpr NamedValue kRefusedSocketFamilies[] = {{AF_UNIX, "AF_UNIX"}, {AF_VSOCK, "AF_VSOCK"}};
+
+// socketpair(2) stays for pipes between processes, but only connected kinds: a datagram
+// socket of a pair can still be connect()ed again or sendto() any pathname datagram socket
+// whose file is in view (a host socket shown by read_only_paths or host_view = "full"),
+// which is the road socket(AF_UNIX) was closed to keep shut. A stream or seqpacket pair is
+// connected for life (EISCONN). The kernel ignores SOCK_CLOEXEC and SOCK_NONBLOCK when it
+// picks the kind, so the filter does too.
+constexpr NamedValue kAllowedSocketpairTypes[] = {{SOCK_STREAM, "SOCK_STREAM"},
+                                                  {SOCK_SEQPACKET, "SOCK_SEQPACKET"}};
+constexpr std::uint32_t kSocketTypeFlags = SOCK_CLOEXEC | SOCK_NONBLOCK;
 
 // A syscall decided by one 32-bit argument: the listed values get one answer, all others the
 // other. The kernel reads these arguments as 32-bit ints (ioctl's request, personality,
@@ -191,12 +200,17 @@ struct ValueRule {
   const char* argument_name;
   std::span<const NamedValue> values;
   bool listed_values_allowed;  // false: the listed values fail with EPERM, others are allowed
+  // Bits of the argument that are not compared (flags the kernel strips before it looks).
+  std::uint32_t ignored_bits = 0;
+  const char* ignored_bits_name = nullptr;
 };
 
 const ValueRule kValueRules[] = {
     {"ioctl", 1, "request", kRefusedIoctls, false},
     {"personality", 0, "persona", kAllowedPersonalities, true},
     {"socket", 0, "family", kRefusedSocketFamilies, false},
+    {"socketpair", 1, "type", kAllowedSocketpairTypes, true, kSocketTypeFlags,
+     "SOCK_CLOEXEC and SOCK_NONBLOCK"},
 };
 
 // ---------------------------------------------------------------------------------------
@@ -231,24 +245,27 @@ Result<void> add_rule(const Context& context, std::uint32_t action, int syscall_
 
 // The complement of `values` within the 32-bit numbers, as disjoint (mask, prefix) pairs:
 // every shortest prefix that no listed value starts with. At most 32 per listed value.
+// "Prefix" counts only the `compared_bits`, from the highest down: the others are never
+// looked at, so a masked value and every value differing from it in those bits alike.
 //
 // Why not "allow ioctl, but EPERM for TIOCSTI": libseccomp silently drops a conditional rule
 // when the same syscall has an unconditional one (whatever the actions), and orders
 // overlapping conditional rules its own way. Disjoint rules mean the same in any order.
-void collect_complement(std::uint32_t prefix, unsigned length, std::span<const NamedValue> values,
+void collect_complement(std::uint32_t prefix, std::uint32_t decided_bits, int next_bit,
+                        std::uint32_t compared_bits, std::span<const NamedValue> values,
                         std::vector<std::pair<std::uint32_t, std::uint32_t>>& out) {
-  const std::uint32_t mask = length == 0 ? 0 : ~std::uint32_t{0} << (32 - length);
   const bool some_value_starts_here =
       std::any_of(values.begin(), values.end(),
-                  [&](const NamedValue& v) { return (v.value & mask) == prefix; });
+                  [&](const NamedValue& v) { return (v.value & decided_bits) == prefix; });
   if (!some_value_starts_here) {
-    out.emplace_back(mask, prefix);
+    out.emplace_back(decided_bits, prefix);
     return;
   }
-  if (length == 32) return;  // `prefix` is itself a listed value
-  const std::uint32_t next_bit = std::uint32_t{1} << (31 - length);
-  collect_complement(prefix, length + 1, values, out);
-  collect_complement(prefix | next_bit, length + 1, values, out);
+  while (next_bit >= 0 && (compared_bits & (std::uint32_t{1} << next_bit)) == 0) --next_bit;
+  if (next_bit < 0) return;  // `prefix` is itself a listed value
+  const std::uint32_t bit = std::uint32_t{1} << next_bit;
+  collect_complement(prefix, decided_bits | bit, next_bit - 1, compared_bits, values, out);
+  collect_complement(prefix | bit, decided_bits | bit, next_bit - 1, compared_bits, values, out);
 }
 
 scmp_arg_cmp low_32_bits_equal(unsigned argument, std::uint32_t mask, std::uint32_t value) {
@@ -260,13 +277,15 @@ Result<void> add_value_rule(const Context& context, const ValueRule& rule, int s
       rule.listed_values_allowed ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EPERM);
   const std::uint32_t other_action =
       rule.listed_values_allowed ? SCMP_ACT_ERRNO(EPERM) : SCMP_ACT_ALLOW;
+  const std::uint32_t compared_bits = ~rule.ignored_bits;
   for (const NamedValue& value : rule.values) {
-    const scmp_arg_cmp comparison = low_32_bits_equal(rule.argument, 0xffffffff, value.value);
+    const scmp_arg_cmp comparison =
+        low_32_bits_equal(rule.argument, compared_bits, value.value & compared_bits);
     DESKD_RETURN_IF_ERROR(add_rule(context, listed_action, syscall_number, {&comparison, 1},
                                    std::string(rule.syscall) + " " + value.name));
   }
   std::vector<std::pair<std::uint32_t, std::uint32_t>> complement;
-  collect_complement(0, 0, rule.values, complement);
+  collect_complement(0, 0, 31, compared_bits, rule.values, complement);
   for (const auto& [mask, prefix] : complement) {
     const scmp_arg_cmp comparison = low_32_bits_equal(rule.argument, mask, prefix);
     DESKD_RETURN_IF_ERROR(
@@ -464,6 +483,9 @@ std::string describe_seccomp_profile() {
             (rule.listed_values_allowed ? "allowed if the " : "EPERM if the ") +
             rule.argument_name + "'s low 32 bits are one of these, otherwise " +
             (rule.listed_values_allowed ? "EPERM" : "allowed") + "\n";
+    if (rule.ignored_bits_name != nullptr) {
+      text += std::string("    (") + rule.ignored_bits_name + " are not compared)\n";
+    }
     append_wrapped(text, values, "    ");
   }
   return text;

@@ -11,6 +11,9 @@
 //   - clone with namespace flags: EPERM; clone3: ENOSYS, so libc falls back to clone;
 //   - ioctl TIOCSTI / TIOCLINUX (matched on the low 32 bits of the request): EPERM;
 //   - personality other than the harmless values: EPERM;
+//   - socket(AF_UNIX) and socket(AF_VSOCK): EPERM;
+//   - socketpair of a kind other than SOCK_STREAM or SOCK_SEQPACKET (a datagram pair could
+//     sendto a host socket in view): EPERM;
 //   - every other (unknown) syscall: ENOSYS;
 //   - a non-native architecture (int 0x80, i386) or the x32 ABI: the process is killed.
 

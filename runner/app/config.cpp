@@ -366,6 +366,7 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
   if (auto view = reader.choice("host_view", {"minimal", "full"})) {
     sandbox.host_view = *view == "full" ? sandbox::HostView::full : sandbox::HostView::minimal;
   }
+  if (auto allowed = reader.boolean("allow_supplementary_groups")) sandbox.allow_supplementary_groups = *allowed;
   if (auto names = reader.strings("environment")) {
     sandbox.environment_variables.clear();
     for (auto& [name, node] : *names) {

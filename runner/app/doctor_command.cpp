@@ -16,6 +16,7 @@
 #include "sandbox/cgroup_limits.h"
 #include "sandbox/launch_trial.h"
 #include "sandbox/own_user_namespace.h"
+#include "sandbox/supplementary_groups.h"
 
 namespace deskd::app {
 
@@ -176,8 +177,13 @@ int run_doctor_command(std::span<const std::string_view> arguments) {
                                        ::geteuid() == 0));
   checks.push_back(sandbox::check_desk_limits());
   checks.push_back(sandbox::check_own_user_namespace());
+  // Without a config nothing allows the groups; with one, every desk must.
+  const bool groups_allowed =
+      config_file && std::all_of(config.desks.begin(), config.desks.end(),
+                                 [](const DeskConfig& desk) { return desk.sandbox.allow_supplementary_groups; });
+  checks.push_back(sandbox::report_supplementary_groups(groups_allowed));
   // Last, and only when every feature is there: what a launch really does, step by step.
-  if (sandbox::full_sandbox_possible(checks)) checks.push_back(sandbox::try_sandbox_launch());
+  if (sandbox::full_sandbox_possible(checks)) checks.push_back(sandbox::try_sandbox_launch(groups_allowed));
   if (json) {
     print_json(checks);
   } else {

@@ -28,7 +28,9 @@ const char* const kSandboxOptionsHelp =
     "  --uid N --gid N     host ids of the sandbox when deskd runs as root (default 2147418112;\n"
     "                      never 0 or 65534)\n"
     "  --hostname NAME     hostname inside (default deskd)\n"
-    "  --env NAME          copy the variable NAME from deskd's environment (repeatable)\n";
+    "  --env NAME          copy the variable NAME from deskd's environment (repeatable)\n"
+    "  --allow-supplementary-groups  under an unprivileged deskd, let the sandbox keep its\n"
+    "                      supplementary groups (else refused; see deskd.toml(5))\n";
 
 namespace {
 
@@ -47,6 +49,10 @@ bool is_sandbox_option(std::string_view argument) {
 Result<bool> take_sandbox_option(std::span<const std::string_view> arguments, std::size_t& index,
                                  SandboxOptions& options) {
   const std::string_view argument = arguments[index];
+  if (argument == "--allow-supplementary-groups") {
+    options.settings.allow_supplementary_groups = true;
+    return true;
+  }
   if (!is_sandbox_option(argument)) return false;
   if (index + 1 >= arguments.size()) return usage(std::string(argument) + " needs a value.");
   const std::string_view value = arguments[++index];

@@ -10,6 +10,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include "runner/control/control_server.h"
 #include "runner/desk/event_kinds.h"
 #include "sandbox/own_user_namespace.h"
+#include "sandbox/supplementary_groups.h"
 
 namespace deskd::app {
 
@@ -205,6 +207,16 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   const std::size_t max_clients = config.runner.max_clients;
   raise_open_file_limit(*log);
   if (!check_own_user_namespace(config.runner.require_user_namespace, *log)) return 1;
+  // Every launch refuses an unprivileged deskd's supplementary groups unless its desk allows
+  // them (sandbox/supplementary_groups.h); refused here first, so that deskd does not start
+  // with desks that could never launch.
+  const bool every_desk_allows_groups = std::all_of(config.desks.begin(), config.desks.end(), [](const DeskConfig& desk) {
+    return desk.sandbox.allow_supplementary_groups;
+  });
+  if (auto groups = sandbox::check_supplementary_groups(every_desk_allows_groups); !groups.ok()) {
+    log->error("{}", groups.error().what);
+    return 1;
+  }
   const std::filesystem::path socket_path = config.runner.socket_path;
   Daemon daemon(io.get_executor(), std::move(config), clock,
                 DaemonLog{[log](const std::string& text) { log->info(text); },

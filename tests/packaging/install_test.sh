@@ -93,6 +93,8 @@ inside useradd --create-home stranger
 inside runuser -u member -- deskctl desks >/dev/null || fail "a member of the deskd group cannot use deskctl"
 if inside runuser -u stranger -- deskctl desks >/dev/null 2>&1; then fail "a user outside the deskd group used deskctl"; fi
 expect_in "root uses the socket in /run/deskd" "$(inside stat -c '%U:%G %a' /run/deskd/deskd.sock)" "deskd:deskd 660"
+expect_in "the config is root's and the deskd group's only" "$(inside stat -c '%U:%G %a' /etc/deskd/deskd.toml)" "root:deskd 640"
+if inside runuser -u stranger -- cat /etc/deskd/deskd.toml >/dev/null 2>&1; then fail "a user outside the deskd group read the config"; fi
 
 step "a config with a problem is refused and the running one kept"
 inside cp /etc/deskd/deskd.toml /root/deskd.toml.good
@@ -123,6 +125,7 @@ inside sh -c "cd /root && apt-get install -y -q ./$(basename "$second")" | tail 
 installed=$(inside dpkg-query -W -f='${Version}' deskd)
 [ "$installed" = "$higher" ] || fail "after the upgrade deskd is at '$installed', not $higher"
 expect_in "the config kept its added desks" "$(inside cat /etc/deskd/deskd.toml)" 'name = "added"'
+expect_in "the config is still root's and the deskd group's only" "$(inside stat -c '%U:%G %a' /etc/deskd/deskd.toml)" "root:deskd 640"
 inside test -s /var/lib/deskd/state/desks/added/journal.jsonl || fail "the added desk's journal is gone"
 inside systemctl is-active deskd || fail "deskd is not active after the upgrade"
 expect_in "the added desk runs after the upgrade" "$(inside deskctl desks 2>&1)" "added"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -26,6 +27,10 @@ namespace deskd::security_testing {
 namespace {
 
 namespace fs = std::filesystem;
+
+bool is_inside_folder(const std::string& path, const std::string& folder) {
+  return path.rfind(folder + "/", 0) == 0;
+}
 
 // A listening socket file, the daemon's user's, that any uid may connect to.
 class UnixListener {
@@ -123,6 +128,89 @@ TEST_P(HostViewTest, PrivateFilesOfTheDaemonsUserOutsideTheDeskCannotBeRead) {
 }
 
 DESKD_FOR_BOTH_DAEMONS(HostViewTest);
+
+// host_view = "full" shows the whole host read-only, but not people's homes (issue 26): /home,
+// /root and the home of deskd's own user are covered. The files are world-readable, so that
+// only the cover can keep them from the sandbox, under either daemon.
+class FullViewHomesTest : public SandboxTest {
+ protected:
+  // A folder of the daemon's user at `path`, holding `file` (world-readable) with `text`.
+  std::unique_ptr<HostFolder> folder_with_file(const std::string& path, const std::string& file,
+                                               const std::string& text) {
+    auto folder = std::make_unique<HostFolder>(path, daemon_host_uid(daemon()));
+    const fs::path full = fs::path(path) / file;
+    fs::create_directories(full.parent_path());
+    ::chmod(full.parent_path().c_str(), 0755);
+    write_host_file(full, text, 0644);
+    return folder;
+  }
+};
+
+TEST_P(FullViewHomesTest, HomesOfPeopleAndOfTheDaemonsUserAreCovered) {
+  if (!fs::is_directory("/home")) GTEST_SKIP() << "this host has no /home";
+  const std::string name = unique_name("deskd-home");
+  const std::string secret = unique_name("deskd-home-secret");
+  const auto person = folder_with_file("/home/" + name, "notes.txt", secret + "\n");
+  // The daemon's user's home, named to deskd as its $HOME (the unprivileged test uid has no
+  // passwd entry): under an unprivileged deskd this is where its ~/.ssh lives.
+  const auto daemon_home = folder_with_file("/var/tmp/" + name + "-daemon-home", ".ssh/id_ed25519", secret + "\n");
+  // The control: a folder beside it that the full view does show.
+  const auto shown = folder_with_file("/var/tmp/" + name + "-shown", "shown.txt", "shown-control\n");
+  LaunchOptions options;
+  options.environment.push_back("HOME=" + daemon_home->path());
+
+  const std::vector<std::string> hidden_files = {person->path() + "/notes.txt",
+                                                 daemon_home->path() + "/.ssh/id_ed25519"};
+  std::string script;
+  for (const auto& file : hidden_files) script += "echo \"" + file + ": $(" + probe("probe_open") + " " + file + ")\"\n";
+  script += "echo \"root: [$(ls -A /root 2>&1)]\"\n";
+  script += "echo \"home: [$(ls -A /home 2>&1)]\"\n";
+  script += "cat " + shown->path() + "/shown.txt\n";
+  const SandboxRun run = sandbox({"/bin/bash", "-c", script}, {"--host-view", "full"}, options);
+  ASSERT_EQ(run.exit_status, 0) << run.describe();
+  for (const auto& file : hidden_files) {
+    EXPECT_THAT(run.out, ::testing::HasSubstr(file + ": errno ")) << run.describe();
+  }
+  EXPECT_THAT(run.out, ::testing::HasSubstr("root: []\n")) << run.describe();
+  EXPECT_THAT(run.out, ::testing::HasSubstr("home: []\n")) << run.describe();
+  EXPECT_THAT(run.out, ::testing::HasSubstr("shown-control\n")) << run.describe();
+  EXPECT_THAT(run.out, ::testing::Not(::testing::HasSubstr(secret)));
+}
+
+TEST_P(FullViewHomesTest, ADeskInsideACoveredHomeAndItsReadOnlyPathsStayVisible) {
+  if (!fs::is_directory("/home")) GTEST_SKIP() << "this host has no /home";
+  const std::string name = unique_name("deskd-home");
+  const std::string secret = unique_name("deskd-home-secret");
+  const auto home = folder_with_file("/home/" + name, "shared/data.txt", "shared-data\n");
+  write_host_file(home->path() + "/sibling.txt", secret + "\n", 0644);
+  // The desk itself lives in the home, as a user may put it.
+  const char* previous = std::getenv("DESKD_SECURITY_TMPDIR");
+  const std::string saved = previous != nullptr ? previous : "";
+  ::setenv("DESKD_SECURITY_TMPDIR", home->path().c_str(), 1);
+  TestDesk inside(daemon());
+  if (previous != nullptr) ::setenv("DESKD_SECURITY_TMPDIR", saved.c_str(), 1);
+  else ::unsetenv("DESKD_SECURITY_TMPDIR");
+  ASSERT_TRUE(is_inside_folder(inside.directory(), home->path())) << inside.directory();
+
+  const std::string script = "cat " + inside.path("README.md") + "\n" +
+                             "echo written > " + inside.path("notes/from-sandbox.md") + " && echo wrote\n" +
+                             "cat " + home->path() + "/shared/data.txt\n" +
+                             "echo \"sibling: $(" + probe("probe_open") + " " + home->path() + "/sibling.txt)\"\n" +
+                             "echo \"secret: $(" + probe("probe_open") + " " + inside.path(".env") + ")\"\n";
+  const SandboxRun run = run_in_sandbox(daemon(), inside, {"/bin/bash", "-c", script},
+                                        {"--host-view", "full", "--read-only", home->path() + "/shared"});
+  ASSERT_EQ(run.exit_status, 0) << run.describe();
+  EXPECT_THAT(run.out, ::testing::HasSubstr("This desk is for tests.\n")) << run.describe();
+  EXPECT_THAT(run.out, ::testing::HasSubstr("wrote\n")) << run.describe();
+  EXPECT_EQ(read_host_file(inside.path("notes/from-sandbox.md")), "written\n");
+  EXPECT_THAT(run.out, ::testing::HasSubstr("shared-data\n")) << run.describe();
+  EXPECT_THAT(run.out, ::testing::HasSubstr("sibling: errno ")) << run.describe();
+  EXPECT_THAT(run.out, ::testing::HasSubstr("secret: errno ")) << run.describe();
+  EXPECT_THAT(run.out, ::testing::Not(::testing::HasSubstr(secret)));
+  EXPECT_THAT(run.out, ::testing::Not(::testing::HasSubstr(inside.secret())));
+}
+
+DESKD_FOR_BOTH_DAEMONS(FullViewHomesTest);
 
 }  // namespace
 }  // namespace deskd::security_testing

@@ -155,6 +155,60 @@ TEST_P(NetworkTest, HostAbstractUnixSocketIsUnreachable) {
   EXPECT_FALSE(listener.was_reached());
 }
 
+// A host datagram socket, bound in a folder the test removes afterwards; anyone may send.
+class HostDatagramSocket {
+ public:
+  explicit HostDatagramSocket(std::string path)
+      : fd_(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)), path_(std::move(path)) {
+    EXPECT_GE(fd_, 0) << std::strerror(errno);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path, path_.data(), path_.size());
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address), 0) << path_;
+    ::chmod(path_.c_str(), 0777);  // only the sandbox may refuse
+  }
+  ~HostDatagramSocket() {
+    if (fd_ >= 0) ::close(fd_);
+    ::unlink(path_.c_str());
+  }
+  HostDatagramSocket(const HostDatagramSocket&) = delete;
+  HostDatagramSocket& operator=(const HostDatagramSocket&) = delete;
+
+  // What arrived, all of it (the socket is non-blocking).
+  std::string received() const {
+    std::string all;
+    char buffer[512];
+    for (ssize_t got; (got = ::recv(fd_, buffer, sizeof buffer, 0)) > 0;) all.append(buffer, got);
+    return all;
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+// socket(AF_UNIX) is refused; a datagram socketpair was the road around it: its socket can
+// sendto() a pathname socket, or be connect()ed to one, that a mount shows.
+TEST_P(NetworkTest, DatagramSocketpairReachesNoHostSocket) {
+  std::string folder = "/var/tmp/deskd-dgram-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder.data()), nullptr);
+  ::chmod(folder.c_str(), 0755);
+  const std::string path = folder + "/host.sock";
+  {
+    HostDatagramSocket host(path);
+    for (const char* view : {"minimal", "full"}) {
+      const SandboxRun run = sandbox({probe("probe_connect"), "dgram-pair", path},
+                                     {"--read-only", folder, "--host-view", view});
+      EXPECT_EQ(run.out, "errno EPERM\n") << view << "\n" << run.describe();
+    }
+    EXPECT_EQ(host.received(), "");
+    // The control: a stream pair, which is connected for life, still works.
+    const SandboxRun control = sandbox({probe("probe_syscall"), "socketpair-unix"});
+    EXPECT_EQ(control.out, "ok\n") << control.describe();
+  }
+  std::filesystem::remove_all(folder);
+}
+
 DESKD_FOR_BOTH_DAEMONS(NetworkTest);
 
 }  // namespace

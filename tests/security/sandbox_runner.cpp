@@ -77,7 +77,12 @@ std::vector<std::string> daemon_environment(Daemon daemon, const LaunchOptions& 
       "DESKD_TEST_SECRET=daemon-only-value",
       "ANTHROPIC_API_KEY=sk-ant-test-must-not-leak",
   };
-  environment.insert(environment.end(), options.environment.begin(), options.environment.end());
+  // A variable the options name again (HOME, say) takes the options' value.
+  for (const std::string& entry : options.environment) {
+    const std::string prefix = entry.substr(0, entry.find('=') + 1);
+    std::erase_if(environment, [&](const std::string& each) { return each.rfind(prefix, 0) == 0; });
+    environment.push_back(entry);
+  }
   return environment;
 }
 
@@ -118,9 +123,13 @@ void open_extra_fds() {
     child_exit("dup2 extra fds");
 }
 
+// The test process is root: without setgroups the daemon would keep root's groups.
+void set_supplementary_groups(const std::vector<gid_t>& groups) {
+  if (::setgroups(groups.size(), groups.data()) != 0) child_exit("setgroups");
+}
+
 void drop_to_unprivileged_uid() {
   const gid_t gid = kUnprivilegedUid;
-  if (::setgroups(0, nullptr) != 0) child_exit("setgroups");
   if (::setresgid(gid, gid, gid) != 0) child_exit("setresgid");
   if (::setresuid(kUnprivilegedUid, kUnprivilegedUid, kUnprivilegedUid) != 0)
     child_exit("setresuid");
@@ -216,6 +225,7 @@ SandboxRun run_deskd(Daemon daemon, const std::vector<std::string>& arguments,
       child_exit("redirect stdio");
     if (options.open_extra_fds) open_extra_fds();
     if (::chdir(options.working_directory.c_str()) != 0) child_exit("chdir");
+    set_supplementary_groups(options.supplementary_groups);
     if (daemon == Daemon::unprivileged) drop_to_unprivileged_uid();
     // After the uid change, which clears it: deskd must not outlive a crashed test.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);

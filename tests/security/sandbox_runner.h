@@ -46,7 +46,7 @@ const std::string& probe_folder();
 std::string probe(std::string_view name);
 
 struct LaunchOptions {
-  /// "NAME=value" entries added to deskd's own environment.
+  /// "NAME=value" entries added to deskd's own environment (replacing the default of NAME).
   std::vector<std::string> environment;
   /// Open a few fds without O_CLOEXEC in the launching process before exec'ing deskd.
   bool open_extra_fds = false;
@@ -54,6 +54,8 @@ struct LaunchOptions {
   std::string working_directory = "/";
   /// The file deskd reads as its standard input (opened by the test, before any uid change).
   std::string standard_input = "/dev/null";
+  /// deskd's supplementary groups (either daemon); none by default, as a service should run.
+  std::vector<gid_t> supplementary_groups;
   /// After this, deskd is killed with SIGKILL and the run counts as timed out.
   std::chrono::milliseconds timeout{20000};
 };

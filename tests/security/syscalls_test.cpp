@@ -58,9 +58,13 @@ const SyscallCase kCases[] = {
     // A desk may filter its own calls, but never answer another process's in its place.
     {"seccomp-filter", Outcome::allowed},
     {"seccomp-new-listener", Outcome::refused},
-    // Host Unix sockets: no socket(AF_UNIX), whatever file a mount shows; pairs stay.
+    // Host Unix sockets: no socket(AF_UNIX), whatever file a mount shows; connected pairs
+    // stay, datagram pairs (which can sendto a path) go.
     {"socket-unix", Outcome::refused},
     {"socketpair-unix", Outcome::allowed},
+    {"socketpair-unix-seqpacket", Outcome::allowed},
+    {"socketpair-unix-dgram", Outcome::refused},
+    {"socketpair-unix-dgram-flags", Outcome::refused},
     // Other processes and the kernel's big attack surfaces.
     {"ptrace", Outcome::refused},
     {"process_vm_readv", Outcome::refused},

@@ -1,5 +1,8 @@
-// probe_connect tcp HOST PORT | unix PATH | abstract NAME | interfaces
+// probe_connect tcp HOST PORT | unix PATH | abstract NAME | dgram-pair PATH | interfaces
 // Tries to reach a listener outside the sandbox and prints "ok" or "errno <NAME>".
+// "dgram-pair" takes the road around socket(AF_UNIX): a datagram socketpair, whose first
+// socket then sendto()s PATH and is connect()ed to it; it prints the socketpair's outcome,
+// and then one line each for sendto and connect+send when the pair was made.
 // "interfaces" prints one line per network interface: "<name> up" or "<name> down".
 // Every connect is bounded by a send timeout, so a black-holed address cannot hang a test.
 #define _GNU_SOURCE
@@ -64,6 +67,27 @@ static int connect_unix(const char* name, int abstract) {
   return report(connect(fd, (struct sockaddr*)&address, size));
 }
 
+static int datagram_pair_to(const char* path) {
+  struct sockaddr_un address;
+  memset(&address, 0, sizeof address);
+  address.sun_family = AF_UNIX;
+  if (strlen(path) + 1 > sizeof address.sun_path) {
+    fprintf(stderr, "probe_connect: name too long\n");
+    return 2;
+  }
+  strcpy(address.sun_path, path);
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0) return report(-1);
+  report(0);
+  static const char message[] = "deskd-datagram-escaped";
+  long sent = sendto(pair[0], message, sizeof message - 1, MSG_DONTWAIT, (struct sockaddr*)&address,
+                     sizeof address);
+  report(sent < 0 ? -1 : 0);
+  int connected = connect(pair[0], (struct sockaddr*)&address, sizeof address);
+  if (connected == 0) connected = send(pair[0], message, sizeof message - 1, MSG_DONTWAIT) < 0 ? -1 : 0;
+  return report(connected);
+}
+
 static int list_interfaces(void) {
   struct if_nameindex* interfaces = if_nameindex();
   if (interfaces == NULL) return report(-1);
@@ -83,7 +107,10 @@ int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "tcp") == 0) return connect_tcp(argv[2], argv[3]);
   if (argc == 3 && strcmp(argv[1], "unix") == 0) return connect_unix(argv[2], 0);
   if (argc == 3 && strcmp(argv[1], "abstract") == 0) return connect_unix(argv[2], 1);
+  if (argc == 3 && strcmp(argv[1], "dgram-pair") == 0) return datagram_pair_to(argv[2]);
   if (argc == 2 && strcmp(argv[1], "interfaces") == 0) return list_interfaces();
-  fprintf(stderr, "usage: probe_connect tcp HOST PORT | unix PATH | abstract NAME | interfaces\n");
+  fprintf(stderr,
+          "usage: probe_connect tcp HOST PORT | unix PATH | abstract NAME | dgram-pair PATH | "
+          "interfaces\n");
   return 2;
 }

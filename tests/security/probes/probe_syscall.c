@@ -158,14 +158,20 @@ static long close_result(long fd) {
   return fd >= 0 ? 0 : fd;
 }
 static long do_socket_unix(void) { return close_result(socket(AF_UNIX, SOCK_STREAM, 0)); }
-static long do_socketpair_unix(void) {
+static long socketpair_of(int type) {
   int pair[2];
-  long result = socketpair(AF_UNIX, SOCK_STREAM, 0, pair);
+  long result = socketpair(AF_UNIX, type, 0, pair);
   if (result == 0) {
     close(pair[0]);
     close(pair[1]);
   }
   return result;
+}
+static long do_socketpair_unix(void) { return socketpair_of(SOCK_STREAM); }
+static long do_socketpair_unix_seqpacket(void) { return socketpair_of(SOCK_SEQPACKET | SOCK_CLOEXEC); }
+static long do_socketpair_unix_dgram(void) { return socketpair_of(SOCK_DGRAM); }
+static long do_socketpair_unix_dgram_flags(void) {
+  return socketpair_of(SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK);
 }
 
 static long do_clone3(void) {
@@ -265,6 +271,9 @@ static const struct probe kProbes[] = {
     {"seccomp-new-listener", do_seccomp_new_listener},
     {"socket-unix", do_socket_unix},
     {"socketpair-unix", do_socketpair_unix},
+    {"socketpair-unix-seqpacket", do_socketpair_unix_seqpacket},
+    {"socketpair-unix-dgram", do_socketpair_unix_dgram},
+    {"socketpair-unix-dgram-flags", do_socketpair_unix_dgram_flags},
     {"x32-getpid", do_x32_getpid},
     {"int80-getpid", do_int80_getpid},
     {"tiocsti", do_tiocsti},

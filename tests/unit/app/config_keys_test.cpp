@@ -21,6 +21,29 @@ using testing::kAlpha;
 
 namespace fs = std::filesystem;
 
+TEST_F(ConfigTest, SupplementaryGroupsAreRefusedUnlessTheSandboxTableAllowsThem) {
+  const Config config = valid(R"([sandbox]
+allow_supplementary_groups = true
+[[desk]]
+name = "alpha"
+directory = "desks/alpha"
+[[desk]]
+name = "beta"
+directory = "desks/beta"
+[desk.sandbox]
+allow_supplementary_groups = false
+)");
+  EXPECT_TRUE(config.sandbox.allow_supplementary_groups);
+  ASSERT_EQ(config.desks.size(), 2u);
+  EXPECT_TRUE(config.desks[0].sandbox.allow_supplementary_groups);
+  EXPECT_FALSE(config.desks[1].sandbox.allow_supplementary_groups);
+  const Config plain = valid(R"([[desk]]
+name = "alpha"
+directory = "desks/alpha"
+)");
+  EXPECT_FALSE(plain.desks[0].sandbox.allow_supplementary_groups);
+}
+
 TEST_F(ConfigTest, TheSandboxsViewKeysAreReadAndADeskMayOverrideThem) {
   fs::create_directories(root_ / "shared");
   fs::create_symlink(root_ / "shared", root_ / "shared-link");

@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -131,6 +133,100 @@ TEST_F(SandboxSpecTest, MountPlanMasksAfterBindingAndRebindsADeskUnderTmp) {
   EXPECT_LT(mask, pivot);
   // memory/ and scratch/ do not exist, so they are not bound.
   EXPECT_EQ(position(MountStep::Operation::bind, new_root + (root_ / "desk/memory").native()), steps.size());
+}
+
+// The full view covers people's homes: /home, /root and deskd's own user's home ($HOME
+// here), but never a "home" that is the root or holds the system folders.
+TEST_F(SandboxSpecTest, TheFullViewCoversHomesButNeverTheSystemFolders) {
+  fs::create_directories(root_ / "daemon-home");
+  char pattern[] = "/var/tmp/deskd-spec-home-XXXXXX";
+  const fs::path daemon_home = ::mkdtemp(pattern);
+  const char* previous = std::getenv("HOME");
+  const std::string saved = previous != nullptr ? previous : "";
+  ::setenv("HOME", daemon_home.c_str(), 1);
+  const auto daemons_home = SandboxSpecBuilder(confinement()).host_view(HostView::full).build();
+  ::setenv("HOME", (root_ / "daemon-home").c_str(), 1);
+  const auto full = SandboxSpecBuilder(confinement()).host_view(HostView::full).build();
+  ::setenv("HOME", "/", 1);
+  const auto root_home = SandboxSpecBuilder(confinement()).host_view(HostView::full).build();
+  const auto minimal = SandboxSpecBuilder(confinement()).build();
+  if (previous != nullptr) ::setenv("HOME", saved.c_str(), 1);
+  else ::unsetenv("HOME");
+  fs::remove_all(daemon_home);
+  ASSERT_TRUE(daemons_home.ok() && full.ok() && root_home.ok() && minimal.ok());
+  const auto covers = [](const SandboxSpec& spec, const fs::path& path) {
+    return std::find(spec.covered_homes.begin(), spec.covered_homes.end(), path) != spec.covered_homes.end();
+  };
+  EXPECT_TRUE(covers(*daemons_home, daemon_home));
+  // Under /tmp, which the sandbox replaces anyway: nothing to cover there.
+  EXPECT_FALSE(covers(*full, root_ / "daemon-home"));
+  if (fs::is_directory("/home")) {
+    EXPECT_TRUE(covers(*full, "/home"));
+  }
+  if (fs::is_directory("/root")) {
+    EXPECT_TRUE(covers(*full, "/root"));
+  }
+  EXPECT_FALSE(covers(*root_home, "/"));
+  EXPECT_TRUE(minimal->covered_homes.empty());  // the minimal view never shows them
+}
+
+TEST_F(SandboxSpecTest, AHomeCoverIsMadeBeforeTheDeskIsBoundInItAndSealedBeforeThePivot) {
+  auto spec = SandboxSpecBuilder(confinement()).host_view(HostView::full).build();
+  ASSERT_TRUE(spec.ok());
+  // As if the desk's folder lay in a covered home.
+  spec->covered_homes = {root_};
+  spec->read_only_paths = {root_ / "secrets", "/usr"};
+  const auto steps = plan_mounts(*spec);
+  const auto position = [&](MountStep::Operation operation, const std::string& target) {
+    for (std::size_t index = 0; index < steps.size(); ++index) {
+      if (steps[index].operation == operation && steps[index].target == target) return index;
+    }
+    return steps.size();
+  };
+  const std::string new_root = kNewRoot;
+  const auto cover = position(MountStep::Operation::mount_tmpfs, new_root + root_.native());
+  const auto desk_point = position(MountStep::Operation::make_directory, new_root + (root_ / "desk").native());
+  const auto desk = position(MountStep::Operation::bind, new_root + (root_ / "desk").native());
+  const auto shown = position(MountStep::Operation::bind, new_root + (root_ / "secrets").native());
+  const auto seal = position(MountStep::Operation::set_attributes, new_root + root_.native());
+  const auto pivot = position(MountStep::Operation::pivot_into_new_root, kNewRoot);
+  ASSERT_LT(cover, steps.size());
+  EXPECT_LT(cover, desk_point);
+  EXPECT_LT(desk_point, desk);
+  EXPECT_LT(cover, shown);  // a read-only path inside the cover is bound back
+  EXPECT_LT(desk, seal);
+  EXPECT_LT(shown, seal);
+  EXPECT_LT(seal, pivot);
+  // A read-only path outside every cover is part of the full view already.
+  EXPECT_EQ(position(MountStep::Operation::bind, new_root + "/usr"), steps.size());
+}
+
+TEST_F(SandboxSpecTest, EveryViewMasksTheKernelsFiguresAfterMountingProc) {
+  for (const HostView view : {HostView::minimal, HostView::full}) {
+    const auto spec = SandboxSpecBuilder(confinement()).host_view(view).build();
+    ASSERT_TRUE(spec.ok());
+    const auto steps = plan_mounts(*spec);
+    const auto position = [&](MountStep::Operation operation, const std::string& target) {
+      for (std::size_t index = 0; index < steps.size(); ++index) {
+        if (steps[index].operation == operation && steps[index].target == target) return index;
+      }
+      return steps.size();
+    };
+    const std::string new_root = kNewRoot;
+    const auto proc = position(MountStep::Operation::mount_proc, new_root + "/proc");
+    const auto sys = position(MountStep::Operation::mount_sysfs, new_root + "/sys");
+    const auto pivot = position(MountStep::Operation::pivot_into_new_root, kNewRoot);
+    for (const char* masked : {"/proc/kcore", "/proc/keys", "/proc/cmdline", "/proc/pressure", "/sys/firmware",
+                               "/sys/kernel/vmcoreinfo", "/proc/config.gz", "/proc/timer_list"}) {
+      const auto mask = position(MountStep::Operation::mask, new_root + masked);
+      EXPECT_LT(proc, mask) << masked;
+      EXPECT_LT(sys, mask) << masked;
+      EXPECT_LT(mask, pivot) << masked;
+    }
+    const auto read_only = position(MountStep::Operation::make_read_only_if_present, new_root + "/proc/sys");
+    EXPECT_LT(proc, read_only);
+    EXPECT_LT(read_only, pivot);
+  }
 }
 
 }  // namespace

@@ -262,7 +262,8 @@ TEST(SeccompProgramTest, ArgumentRulesHoldForEveryValue) {
   std::mt19937_64 random(3);
   std::vector<std::uint64_t> values;
   for (std::uint64_t low = 0; low < 0x30000; ++low) values.push_back(low);
-  for (std::uint64_t low : {0x5412u, 0x541cu, 0x80u, 0xffffffffu, 0x20008u, 0x7e020080u}) {
+  for (std::uint64_t low : {0x5412u, 0x541cu, 0x80u, 0xffffffffu, 0x20008u, 0x7e020080u,
+                            0x80801u, 0x80805u, 0x80802u}) {
     for (int bit = 0; bit < 32; ++bit) values.push_back(low ^ (std::uint64_t{1} << bit));
   }
   for (int i = 0; i < 50000; ++i) values.push_back(random());
@@ -283,6 +284,10 @@ TEST(SeccompProgramTest, ArgumentRulesHoldForEveryValue) {
     ASSERT_EQ(evaluate(program, native_call(SYS_socket, value)),
               low == AF_VSOCK || low == AF_UNIX ? kEperm : kAllow)
         << std::hex << "socket 0x" << value;
+    const std::uint32_t kind = low & ~static_cast<std::uint32_t>(SOCK_CLOEXEC | SOCK_NONBLOCK);
+    ASSERT_EQ(evaluate(program, native_call(SYS_socketpair, AF_UNIX, value)),
+              kind == SOCK_STREAM || kind == SOCK_SEQPACKET ? kAllow : kEperm)
+        << std::hex << "socketpair type 0x" << value;
     const bool new_namespace =
         (low & (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
                 CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME)) != 0;
@@ -389,6 +394,31 @@ TEST(SeccompFilterTest, VsockAndUnixAreRefusedAndOtherSocketsWork) {
             "succeeded");
   EXPECT_EQ(run_child([] { return errno_of(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)); }),
             "succeeded");
+}
+
+// A datagram socket of a pair could be connect()ed or sendto() a host socket in view.
+TEST(SeccompFilterTest, OnlyConnectedSocketpairsAreAllowed) {
+  const int kSocketFlagCombinations[] = {0, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_CLOEXEC | SOCK_NONBLOCK};
+  for (const int kind : {SOCK_STREAM, SOCK_SEQPACKET}) {
+    for (const int flags : kSocketFlagCombinations) {
+      EXPECT_EQ(run_child([&] {
+                  int pair[2];
+                  return errno_of(socketpair(AF_UNIX, kind | flags, 0, pair));
+                }),
+                "succeeded")
+          << "type " << kind << " flags " << flags;
+    }
+  }
+  for (const int kind : {SOCK_DGRAM, SOCK_RAW, SOCK_RDM}) {
+    for (const int flags : kSocketFlagCombinations) {
+      EXPECT_EQ(run_child([&] {
+                  int pair[2];
+                  return errno_of(socketpair(AF_UNIX, kind | flags, 0, pair));
+                }),
+                "failed with EPERM")
+          << "type " << kind << " flags " << flags;
+    }
+  }
 }
 
 TEST(SeccompFilterTest, X32SyscallKillsTheProcess) {
@@ -611,7 +641,8 @@ TEST(SeccompDescriptionTest, ExplainsTheProfile) {
   for (const std::string& name : allowed) EXPECT_FALSE(contains(denied, name)) << name;
 
   for (const char* argument_rule : {"clone:", "CLONE_NEWUSER", "ioctl:", "TIOCSTI", "TIOCLINUX",
-                                    "personality:", "AF_VSOCK", "clone3"}) {
+                                    "personality:", "AF_VSOCK", "clone3", "socketpair:",
+                                    "SOCK_SEQPACKET"}) {
     EXPECT_NE(text.find(argument_rule), std::string::npos) << argument_rule;
   }
 }
