@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -15,63 +14,21 @@
 #include <string_view>
 
 #include "base/random_id.h"
-#include "sandbox/cgroup_v1.h"
+#include "sandbox/cgroup_instance.h"
 #include "sandbox/host_support.h"
+#include "sandbox/memory_pinning_filter.h"
 
 namespace deskd::sandbox {
 namespace {
 
-Result<void> write_file(const std::string& path, const std::string& text) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd) return Error::from_errno(errno, "Opening " + path + " failed");
-  if (retry_on_eintr([&] { return ::write(fd.get(), text.data(), text.size()); }) !=
-      static_cast<ssize_t>(text.size())) {
-    return Error::from_errno(errno, "Writing '" + text + "' to " + path + " failed");
-  }
-  return success();
-}
+using cgroup_instance::write_file;
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
-// cgroup v2 lets a cgroup either hold processes or hand controllers to its children, not
-// both. deskd therefore moves itself into a leaf "deskd" of its delegated folder once,
-// then enables memory, pids and cpu for the folder's children: the sandboxes.
-// Looked up once per process, found or not ("" for none), as version1_folders() is: a
-// daemon on a host without delegation otherwise read /proc/self/mountinfo, /proc/self/cgroup
-// and cgroup.controllers again for every launch.
-Result<std::string> prepared_parent() {
-  static std::mutex mutex;
-  static std::optional<std::string> parent;
-  std::lock_guard lock(mutex);
-  if (parent) return *parent;
-  const auto directory = delegated_cgroup_directory();
-  if (!directory) {
-    parent = std::string();
-    return *parent;
-  }
-  const std::string leaf = *directory + "/deskd";
-  if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Error::from_errno(errno, "Creating deskd's own cgroup " + leaf + " failed");
-  }
-  DESKD_RETURN_IF_ERROR(write_file(leaf + "/cgroup.procs", "0"));
-  for (const char* controller : {"+memory", "+pids"}) {
-    DESKD_RETURN_IF_ERROR(write_file(*directory + "/cgroup.subtree_control", controller));
-  }
-  (void)write_file(*directory + "/cgroup.subtree_control", "+cpu");  // cpu is optional
-  parent = *directory;
-  return *parent;
-}
+// A name no other cgroup has, and that says nothing about the host: a v1 sandbox sees its
+// cgroup's path in /proc/self/cgroup.
+std::string random_name(const char* kind) { return std::string(kind) + "-" + random_hex(8); }
 
-std::atomic<unsigned> sandbox_counter{0};
-
-// A name no other sandbox has: a deskd killed with SIGKILL leaves its (empty) cgroups
-// behind, and a later deskd may get the same pid; the random part keeps them apart.
-std::string sandbox_name() {
-  return "sandbox-" + std::to_string(::getpid()) + "-" + std::to_string(sandbox_counter.fetch_add(1) + 1) + "-" +
-         random_hex(4);
-}
-
-// A counter from a flat keyed file ("max 3", "oom_kill 1"); 0 when absent.
 // The value of `key` in a cgroup counter file ("max 3\noom_kill 0\n"), read with one
 // pread(2) from offset 0 (the kernel renders the file afresh) of a descriptor kept open, into a
 // stack buffer: a desk's bash asks before and after every command, so this is on the warm
@@ -99,55 +56,8 @@ std::uint64_t keyed_counter(UniqueFd& fd, const std::string& path, const std::st
   return 0;
 }
 
-// The v1 folders deskd may make sandbox cgroups in: memory and pids are needed (the
-// limits are the point), cpu is used when there.
-struct Version1Folders {
-  std::string memory, pids;
-  std::optional<std::string> cpu;
-};
-
-// The sandbox cgroups a killed deskd left behind (its pid, in their names, is gone): v1 keeps
-// empty cgroups for good. rmdir takes only empty ones, so a live sandbox is never touched.
-void remove_stale_sandboxes(const std::string& parent) {
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(parent, error)) {
-    const std::string name = entry.path().filename().native();
-    if (name.rfind("sandbox-", 0) != 0) continue;
-    const pid_t owner = static_cast<pid_t>(std::atol(name.c_str() + 8));
-    if (owner > 0 && ::kill(owner, 0) != 0 && errno == ESRCH) ::rmdir(entry.path().c_str());
-  }
-}
-
-std::optional<Version1Folders> version1_folders() {
-  static const std::optional<Version1Folders> folders = []() -> std::optional<Version1Folders> {
-    if (delegated_cgroup_directory()) return std::nullopt;  // v2 first
-    auto memory = cgroup_v1::own_folder("memory");
-    auto pids = cgroup_v1::own_folder("pids");
-    if (!memory || !pids) return std::nullopt;
-    auto cpu = cgroup_v1::own_folder("cpu");
-    for (const auto* parent : {&*memory, &*pids}) remove_stale_sandboxes(*parent);
-    if (cpu) remove_stale_sandboxes(*cpu);
-    return Version1Folders{*memory, *pids, cpu};
-  }();
-  return folders;
-}
-
-Result<void> write_cpu_quota(const std::string& quota_file, const std::string& period_file, double cpus) {
-  constexpr long kPeriod = 100000;
-  DESKD_RETURN_IF_ERROR(write_file(period_file, std::to_string(kPeriod)));
-  return write_file(quota_file, std::to_string(std::lround(cpus * kPeriod)));
-}
-
-// Under a root deskd on a hybrid host: one folder per hierarchy, the same name in each.
-Result<std::optional<SandboxCgroup>> create_version1(const Version1Folders& parents, const ResourceLimits& limits) {
-  if (limits.cpus && !parents.cpu) {
-    return Error::make(ErrorCode::unsupported,
-                       "A CPU limit was asked for, but this host's cgroup v1 has no cpu hierarchy deskd can use.");
-  }
-  const std::string name = sandbox_name();
-  std::vector<std::string> folders;
-  for (const std::string* parent : {&parents.memory, &parents.pids}) folders.push_back(*parent + "/" + name);
-  if (limits.cpus) folders.push_back(*parents.cpu + "/" + name);
+// Makes `folders` (in order), or none of them.
+Result<void> make_folders(const std::vector<std::string>& folders) {
   std::vector<std::string> made;
   for (const auto& folder : folders) {
     if (::mkdir(folder.c_str(), 0755) != 0) {
@@ -157,10 +67,33 @@ Result<std::optional<SandboxCgroup>> create_version1(const Version1Folders& pare
     }
     made.push_back(folder);
   }
-  SandboxCgroup cgroup(SandboxCgroup::Version::one, folders, UniqueFd());
+  return success();
+}
+
+// Removes `folders`; their processes, killed just before, leave once reaped, which takes a
+// moment.
+void remove_folders(const std::vector<std::string>& folders) {
+  for (const auto& folder : folders) {
+    for (int attempt = 0; attempt < 200 && ::rmdir(folder.c_str()) != 0 && errno == EBUSY; ++attempt) {
+      ::usleep(1000);
+    }
+  }
+}
+
+// Under a root deskd on a hybrid host: one desk folder per hierarchy, the same name in each.
+Result<std::shared_ptr<DeskCgroup>> create_desk_version1(const cgroup_instance::Parents& parents,
+                                                         const ResourceLimits& limits) {
+  if (limits.cpus && !parents.cpu) {
+    return Error::make(ErrorCode::unsupported,
+                       "A CPU limit was asked for, but this host's cgroup v1 has no cpu hierarchy deskd can use.");
+  }
+  const std::string name = random_name("desk");
+  std::vector<std::string> folders{parents.memory + "/" + name, parents.pids + "/" + name};
+  if (limits.cpus) folders.push_back(*parents.cpu + "/" + name);
+  DESKD_RETURN_IF_ERROR(make_folders(folders));
+  auto desk = std::make_shared<DeskCgroup>(CgroupVersion::one, folders);
   const std::string& memory = folders[0];
-  const std::string& pids = folders[1];
-  DESKD_RETURN_IF_ERROR(write_file(pids + "/pids.max", std::to_string(limits.processes)));
+  DESKD_RETURN_IF_ERROR(write_file(folders[1] + "/pids.max", std::to_string(limits.processes)));
   if (limits.memory_bytes) {
     DESKD_RETURN_IF_ERROR(write_file(memory + "/memory.limit_in_bytes", std::to_string(*limits.memory_bytes)));
     // memory and swap together: a hog must be stopped, not pushed into swap.
@@ -169,21 +102,17 @@ Result<std::optional<SandboxCgroup>> create_version1(const Version1Folders& pare
     }
   }
   if (limits.cpus) {
-    DESKD_RETURN_IF_ERROR(write_cpu_quota(folders[2] + "/cpu.cfs_quota_us", folders[2] + "/cpu.cfs_period_us", *limits.cpus));
+    constexpr long kPeriod = 100000;
+    DESKD_RETURN_IF_ERROR(write_file(folders[2] + "/cpu.cfs_period_us", std::to_string(kPeriod)));
+    DESKD_RETURN_IF_ERROR(write_file(folders[2] + "/cpu.cfs_quota_us", std::to_string(std::lround(*limits.cpus * kPeriod))));
   }
-  return std::optional<SandboxCgroup>(std::move(cgroup));
+  return desk;
 }
 
-Result<std::optional<SandboxCgroup>> create_version2(const std::string& parent, const ResourceLimits& limits) {
-  const std::string path = parent + "/" + sandbox_name();
-  if (::mkdir(path.c_str(), 0755) != 0) return Error::from_errno(errno, "Creating the cgroup " + path + " failed");
-  UniqueFd directory(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!directory) {
-    const int error_number = errno;
-    ::rmdir(path.c_str());
-    return Error::from_errno(error_number, "Opening the cgroup " + path + " failed");
-  }
-  SandboxCgroup cgroup(SandboxCgroup::Version::two, {path}, std::move(directory));
+Result<std::shared_ptr<DeskCgroup>> create_desk_version2(const std::string& parent, const ResourceLimits& limits) {
+  const std::string path = parent + "/" + random_name("desk");
+  DESKD_RETURN_IF_ERROR(make_folders({path}));
+  auto desk = std::make_shared<DeskCgroup>(CgroupVersion::two, std::vector<std::string>{path});
   DESKD_RETURN_IF_ERROR(write_file(path + "/pids.max", std::to_string(limits.processes)));
   if (limits.memory_bytes) {
     DESKD_RETURN_IF_ERROR(write_file(path + "/memory.max", std::to_string(*limits.memory_bytes)));
@@ -199,15 +128,60 @@ Result<std::optional<SandboxCgroup>> create_version2(const std::string& parent, 
     const long quota = std::lround(*limits.cpus * kPeriod);
     DESKD_RETURN_IF_ERROR(write_file(path + "/cpu.max", std::to_string(quota) + " " + std::to_string(kPeriod)));
   }
-  return std::optional<SandboxCgroup>(std::move(cgroup));
+  // The sandboxes' own cgroups need the controllers for their counters (memory.events,
+  // pids.events); they get no limits of their own.
+  for (const char* controller : {"+memory", "+pids"}) {
+    DESKD_RETURN_IF_ERROR(write_file(path + "/cgroup.subtree_control", controller));
+  }
+  return desk;
+}
+
+// A sandbox's cgroup: a folder of a random name inside each of the desk's folders.
+Result<std::optional<SandboxCgroup>> create_in_desk(std::shared_ptr<DeskCgroup> desk) {
+  const std::string name = random_name("sandbox");
+  std::vector<std::string> folders;
+  for (const auto& desk_folder : desk->folders()) folders.push_back(desk_folder + "/" + name);
+  DESKD_RETURN_IF_ERROR(make_folders(folders));
+  UniqueFd directory;
+  if (desk->version() == CgroupVersion::two) {
+    directory.reset(::open(folders[0].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!directory) {
+      const int error_number = errno;
+      ::rmdir(folders[0].c_str());
+      return Error::from_errno(error_number, "Opening the cgroup " + folders[0] + " failed");
+    }
+  }
+  return std::optional<SandboxCgroup>(SandboxCgroup(std::move(desk), std::move(folders), std::move(directory)));
 }
 
 }  // namespace
 
+DeskCgroup::~DeskCgroup() {
+  process_counter_.reset();
+  remove_folders(folders_);
+}
+
+std::uint64_t DeskCgroup::process_limit_hits() const {
+  std::lock_guard lock(mutex_);
+  return keyed_counter(process_counter_, folders_[version_ == CgroupVersion::two ? 0 : 1] + "/pids.events", "max");
+}
+
+Result<std::shared_ptr<DeskCgroup>> DeskCgroupSlot::acquire(const ResourceLimits& limits) {
+  std::lock_guard lock(mutex_);
+  if (auto desk = current_.lock()) return desk;
+  DESKD_ASSIGN_OR_RETURN(const cgroup_instance::Parents* parents, cgroup_instance::parents());
+  if (parents == nullptr) return std::shared_ptr<DeskCgroup>();
+  DESKD_ASSIGN_OR_RETURN(std::shared_ptr<DeskCgroup> desk,
+                         parents->version2 ? create_desk_version2(parents->unified, limits)
+                                           : create_desk_version1(*parents, limits));
+  current_ = desk;
+  return desk;
+}
+
 SandboxCgroup& SandboxCgroup::operator=(SandboxCgroup&& other) noexcept {
   if (this != &other) {
     destroy();
-    version_ = other.version_;
+    desk_ = std::move(other.desk_);
     folders_ = std::move(other.folders_);
     directory_ = std::move(other.directory_);
     process_counter_ = std::move(other.process_counter_);
@@ -227,19 +201,22 @@ std::vector<std::string> SandboxCgroup::procs_files() const {
 LimitHits SandboxCgroup::limit_hits() const {
   LimitHits hits;
   if (folders_.empty()) return hits;
-  if (version_ == Version::two) {
+  // Whichever of the sandbox's and the desk's counters this kernel keeps (see
+  // DeskCgroup::process_limit_hits); the other stays 0.
+  if (version() == Version::two) {
     hits.process_limit = keyed_counter(process_counter_, folders_[0] + "/pids.events", "max");
     hits.memory_kills = keyed_counter(memory_counter_, folders_[0] + "/memory.events", "oom_kill");
   } else {
     hits.memory_kills = keyed_counter(memory_counter_, folders_[0] + "/memory.oom_control", "oom_kill");
     hits.process_limit = keyed_counter(process_counter_, folders_[1] + "/pids.events", "max");
   }
+  hits.process_limit += desk_->process_limit_hits();
   return hits;
 }
 
 void SandboxCgroup::kill_all() {
   if (folders_.empty()) return;
-  if (version_ == Version::two && write_file(folders_[0] + "/cgroup.kill", "1").ok()) return;
+  if (version() == Version::two && write_file(folders_[0] + "/cgroup.kill", "1").ok()) return;
   // cgroup v1, or v2 before Linux 5.14: kill each process listed, until none is left.
   for (int round = 0; round < 100; ++round) {
     bool any = false;
@@ -261,20 +238,15 @@ void SandboxCgroup::destroy() {
   directory_.reset();
   process_counter_.reset();
   memory_counter_.reset();
-  // The killed processes leave the cgroup once they are reaped, which takes a moment.
-  for (const auto& folder : folders_) {
-    for (int attempt = 0; attempt < 200 && ::rmdir(folder.c_str()) != 0 && errno == EBUSY; ++attempt) {
-      ::usleep(1000);
-    }
-  }
+  remove_folders(folders_);
   folders_.clear();
+  desk_.reset();  // the desk's cgroup goes with its last sandbox
 }
 
-Result<std::optional<SandboxCgroup>> create_sandbox_cgroup(const ResourceLimits& limits) {
-  DESKD_ASSIGN_OR_RETURN(const std::string parent, prepared_parent());
-  if (!parent.empty()) return create_version2(parent, limits);
-  if (const auto folders = version1_folders()) return create_version1(*folders, limits);
-  return std::optional<SandboxCgroup>();
+Result<std::optional<SandboxCgroup>> create_sandbox_cgroup(DeskCgroupSlot& desk, const ResourceLimits& limits) {
+  DESKD_ASSIGN_OR_RETURN(std::shared_ptr<DeskCgroup> desk_cgroup, desk.acquire(limits));
+  if (!desk_cgroup) return std::optional<SandboxCgroup>();
+  return create_in_desk(std::move(desk_cgroup));
 }
 
 namespace {
@@ -307,9 +279,9 @@ SupportCheck check_desk_limits() {
   check.available = true;
   if (delegated_cgroup_directory()) {
     check.detail = "cgroup v2: memory, processes and CPU for each desk as a whole";
-  } else if (const auto folders = version1_folders()) {
+  } else if (const auto found = cgroup_instance::kind()) {
     check.detail = std::string("cgroup v1 (deskd is root on a hybrid host): memory and processes") +
-                   (folders->cpu ? " and CPU" : "") + " for each desk as a whole";
+                   (found->cpu ? " and CPU" : "") + " for each desk as a whole";
     const DynmodsState dynmods = dynmods_state();
     if (!dynmods.favoured && !dynmods.cgroup2_mount.empty()) {
       check.detail += "; each sandbox's move into its cgroup may wait ~10 ms for the kernel (an RCU grace "
@@ -318,7 +290,12 @@ SupportCheck check_desk_limits() {
     }
   } else {
     check.available = false;
-    check.detail = "rlimits only: memory per process (RLIMIT_AS), processes per uid, no CPU limit";
+    check.detail = std::string("rlimits only, so memory is limited per process, not per desk: each process may map "
+                               "the desk's memory limit (RLIMIT_AS), and a desk's processes together may hold more; "
+                               "each sandbox's /tmp and /dev/shm hold at most half the limit each; ") +
+                   memory_pinning_calls() +
+                   " are refused (what they hold escapes RLIMIT_AS); pipe and socket buffers are not counted; "
+                   "processes are counted per uid (RLIMIT_NPROC); no CPU limit";
     check.fix = "give deskd a delegated cgroup v2 subtree (systemd: Delegate=yes), or run it as root";
   }
   return check;

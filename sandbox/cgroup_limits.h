@@ -1,18 +1,24 @@
 #pragma once
-// Per-sandbox cgroups: each sandbox gets its own cgroup with its memory, process and CPU
-// limits, for the sandbox as a whole (rlimits count per process or per uid). Two kinds:
+// Per-desk cgroups: each desk gets one cgroup with its memory, process and CPU limits, for
+// the desk as a whole (rlimits count per process or per uid), and each of its sandboxes a
+// child cgroup without limits of its own:
+//   <instance-…>/desk-<hex>/sandbox-<hex>   (names random, never a host pid)
+// Two kinds:
 //   - cgroup v2, when deskd has a delegated subtree (systemd's Delegate=yes);
 //   - cgroup v1, when deskd is root on a hybrid host whose memory and pids controllers are
-//     on cgroup v1 (one folder per controller hierarchy).
+//     on cgroup v1 (the same folders in each controller hierarchy).
 // Without either, launches fall back to rlimits and `deskd doctor` says so.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "sandbox/desk_cgroup.h"
 #include "sandbox/host_support.h"
 #include "sandbox/sandbox_spec.h"
 
@@ -25,26 +31,54 @@ struct LimitHits {
   bool operator==(const LimitHits&) const = default;
 };
 
-/// One sandbox's cgroup. Destroying it kills whatever is left in it and removes it.
+enum class CgroupVersion { two, one };
+
+/// One desk's cgroup, with the desk's limits. Held by each sandbox of the desk; destroying
+/// it (when the last is gone) removes it.
+class DeskCgroup {
+ public:
+  DeskCgroup(CgroupVersion version, std::vector<std::string> folders) : version_(version), folders_(std::move(folders)) {}
+  DeskCgroup(const DeskCgroup&) = delete;
+  DeskCgroup& operator=(const DeskCgroup&) = delete;
+  ~DeskCgroup();
+
+  CgroupVersion version() const { return version_; }
+  /// v2: the one folder; v1: memory, pids, then cpu when the desk has a CPU limit.
+  const std::vector<std::string>& folders() const { return folders_; }
+  /// Forks refused at the desk's pids.max, where the kernel counts them at the desk (v2
+  /// since Linux 6.13 counts at the cgroup whose limit was hit; before, and on v1, at the
+  /// forking cgroup: the sandbox's).
+  std::uint64_t process_limit_hits() const;
+
+ private:
+  CgroupVersion version_;
+  std::vector<std::string> folders_;
+  mutable std::mutex mutex_;
+  mutable UniqueFd process_counter_;
+};
+
+/// One sandbox's cgroup, inside its desk's. Destroying it kills whatever is left in it and
+/// removes it.
 class SandboxCgroup {
  public:
-  enum class Version { two, one };
-  SandboxCgroup(Version version, std::vector<std::string> folders, UniqueFd directory)
-      : version_(version), folders_(std::move(folders)), directory_(std::move(directory)) {}
+  using Version = CgroupVersion;
+  SandboxCgroup(std::shared_ptr<DeskCgroup> desk, std::vector<std::string> folders, UniqueFd directory)
+      : desk_(std::move(desk)), folders_(std::move(folders)), directory_(std::move(directory)) {}
   SandboxCgroup(SandboxCgroup&& other) noexcept = default;
   SandboxCgroup& operator=(SandboxCgroup&& other) noexcept;
   SandboxCgroup(const SandboxCgroup&) = delete;
   SandboxCgroup& operator=(const SandboxCgroup&) = delete;
   ~SandboxCgroup();
 
-  Version version() const { return version_; }
+  Version version() const { return desk_->version(); }
   /// The cgroup's folders: one for v2, one per controller hierarchy for v1.
   const std::vector<std::string>& folders() const { return folders_; }
   /// An O_DIRECTORY descriptor of the v2 folder, for clone3's CLONE_INTO_CGROUP; -1 for v1.
   int directory_fd() const { return directory_.get(); }
   /// Where the sandbox's first process must be written, when clone3 did not place it.
   std::vector<std::string> procs_files() const;
-  /// The counters now (0 for a counter this kernel does not keep). Keeps the two counter
+  /// The counters now (0 for a counter this kernel does not keep); the process limit is the
+  /// desk's, so a fork refused in another sandbox of the desk counts too. Keeps the two counter
   /// files open after the first call: a desk's bash asks before and after every command.
   LimitHits limit_hits() const;
 
@@ -53,18 +87,19 @@ class SandboxCgroup {
 
  private:
   void destroy();
-  Version version_ = Version::two;
+  std::shared_ptr<DeskCgroup> desk_;  // released after this cgroup is removed
   std::vector<std::string> folders_;
   UniqueFd directory_;
   mutable UniqueFd process_counter_;  // pids.events, opened at the first limit_hits()
   mutable UniqueFd memory_counter_;   // memory.events (v2) or memory.oom_control (v1)
 };
 
-/// Creates a cgroup for one sandbox with the spec's limits: v2 under the delegated subtree,
-/// else v1 under deskd's own cgroups when deskd is root. Returns nullopt when the host has
-/// neither (the rlimit fallback applies); an error when one exists but the cgroup cannot be
-/// made (the launch must not go on).
-Result<std::optional<SandboxCgroup>> create_sandbox_cgroup(const ResourceLimits& limits);
+/// Creates a cgroup for one sandbox inside its desk's (made with `limits` by `desk` when no
+/// sandbox of the desk holds it): v2 under the delegated subtree, else v1 under deskd's own
+/// cgroups when deskd is root. Returns nullopt when the host has neither (the rlimit
+/// fallback applies); an error when one exists but the cgroup cannot be made (the launch
+/// must not go on).
+Result<std::optional<SandboxCgroup>> create_sandbox_cgroup(DeskCgroupSlot& desk, const ResourceLimits& limits);
 
 /// Which kind of per-desk limits this host gives deskd: "cgroup v2", "cgroup v1" or
 /// "rlimits", with a sentence for `deskd doctor`.

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <linux/seccomp.h>
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
@@ -179,6 +180,11 @@ void run_sandbox_child(const ChildContext& context) {
   const char* failed_path = "";
   if (apply_landlock(*context.landlock, &failed_path) != 0) {
     fail_child(failure_fd, errno, "apply the landlock rules", failed_path);
+  }
+  // The profile refuses seccomp(2) itself, so the stacked filter goes first.
+  if (context.memory_pinning_filter != nullptr &&
+      ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, context.memory_pinning_filter) != 0) {
+    fail_child(failure_fd, errno, "install the seccomp filter against memory held outside RLIMIT_AS", "");
   }
   if (context.seccomp->install() != 0) fail_child(failure_fd, errno, "install the seccomp filter", "");
 

@@ -38,6 +38,9 @@ struct ChildContext {
   const std::vector<MountStep>* mount_steps = nullptr;
   const LandlockPlan* landlock = nullptr;
   const SeccompProgram* seccomp = nullptr;
+  /// Installed before `seccomp` where no cgroup counts the sandbox's memory
+  /// (memory_pinning_filter.h); nullptr otherwise.
+  const sock_fprog* memory_pinning_filter = nullptr;
   std::vector<ResourceLimit> limits;
   const char* hostname = nullptr;
   bool bring_up_loopback = false;

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "sandbox/child_failure.h"
 #include "sandbox/child_process.h"
@@ -19,6 +20,7 @@
 #include "sandbox/init/init_protocol.h"
 #include "sandbox/init_image.h"
 #include "sandbox/supplementary_groups.h"
+#include "sandbox/memory_pinning_filter.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -47,7 +49,7 @@ std::vector<std::string> executable_candidates(const std::string& name,
   return candidates;
 }
 
-// With a cgroup, processes and memory are limited for the sandbox as a whole; the rlimits
+// With a cgroup, processes and memory are limited for the desk as a whole (all its sandboxes); the rlimits
 // would count per host uid (RLIMIT_NPROC) or per process (RLIMIT_AS) instead.
 std::vector<ResourceLimit> plan_limits(const ResourceLimits& limits, bool has_cgroup) {
   const auto both = [](std::uint64_t value) { return rlimit{value, value}; };
@@ -181,7 +183,23 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   }
   const SeccompProgram* seccomp = &shared_seccomp_program();
   DESKD_ASSIGN_OR_RETURN(const int init_image, init_image_descriptor());
-  auto mount_steps = plan_mounts(spec);
+  if (!spec.desk_cgroup) {
+    return Error::make(ErrorCode::internal, "The sandbox could not be set up: its spec names no desk cgroup slot.");
+  }
+  DESKD_ASSIGN_OR_RETURN(std::optional<SandboxCgroup> cgroup, create_sandbox_cgroup(*spec.desk_cgroup, spec.limits));
+  if (!cgroup && spec.limits.cpus) {
+    return Error::make(ErrorCode::unsupported,
+                       "The sandbox could not be set up: a CPU limit needs a cgroup (a delegated cgroup v2 "
+                       "subtree, or cgroup v1 under a root deskd), and this host gives deskd none (see deskd doctor).");
+  }
+  // Without a cgroup nothing counts tmpfs pages against the desk's memory: /tmp and
+  // /dev/shm (each of tmp_size_bytes) together get at most the memory limit.
+  std::optional<SandboxSpec> capped;
+  if (!cgroup && spec.limits.memory_bytes && spec.limits.tmp_size_bytes > *spec.limits.memory_bytes / 2) {
+    capped = spec;
+    capped->limits.tmp_size_bytes = *spec.limits.memory_bytes / 2;
+  }
+  auto mount_steps = plan_mounts(capped ? *capped : spec);
   DESKD_ASSIGN_OR_RETURN(const std::vector<UniqueFd> opened_trees, open_trees_for_binds(mount_steps));
   const auto landlock = plan_landlock(spec, kernel_landlock_abi());
   const auto candidates = command.empty() ? std::vector<std::string>{}
@@ -206,12 +224,6 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   DESKD_ASSIGN_OR_RETURN(UniqueFd init_spec,
                          write_init_spec(mode, candidates, command, spec.environment, egress_relay_index,
                                                          spec.egress_names));
-  DESKD_ASSIGN_OR_RETURN(std::optional<SandboxCgroup> cgroup, create_sandbox_cgroup(spec.limits));
-  if (!cgroup && spec.limits.cpus) {
-    return Error::make(ErrorCode::unsupported,
-                       "The sandbox could not be set up: a CPU limit needs a cgroup (a delegated cgroup v2 "
-                       "subtree, or cgroup v1 under a root deskd), and this host gives deskd none (see deskd doctor).");
-  }
 
   ChildContext context;
   context.identity = plan_identity(::geteuid(), ::getegid(), spec.root_daemon_uid, spec.root_daemon_gid);
@@ -219,6 +231,7 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   context.mount_steps = &mount_steps;
   context.landlock = &landlock;
   context.seccomp = seccomp;
+  if (!cgroup) context.memory_pinning_filter = memory_pinning_filter();
   context.limits = plan_limits(spec.limits, cgroup.has_value());
   context.hostname = spec.hostname.c_str();
   context.bring_up_loopback = spec.network != NetworkMode::host;

@@ -16,6 +16,7 @@
 #include "base/result.h"
 #include "policy/confinement.h"
 #include "policy/egress_names.h"
+#include "sandbox/desk_cgroup.h"
 #include "sandbox/egress_relay.h"
 #include "sandbox/host_view.h"
 
@@ -131,6 +132,10 @@ struct SandboxSpec {
   /// Shown read-only in the minimal view, resolved, at the same paths as on the host.
   std::vector<std::filesystem::path> read_only_paths{};
   ResourceLimits limits{};
+  /// The desk's one cgroup, shared by every copy of this spec: all the desk's sandboxes
+  /// (bash, subagents' bashes, the file opener) live under it and share `limits`. A spec
+  /// built anew is a desk of its own.
+  std::shared_ptr<DeskCgroupSlot> desk_cgroup = std::make_shared<DeskCgroupSlot>();
   /// The complete environment of the sandboxed command, as NAME=value.
   std::vector<std::string> environment{};
   std::string hostname = "deskd";

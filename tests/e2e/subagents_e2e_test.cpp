@@ -5,6 +5,8 @@
 
 #include <boost/json.hpp>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include <gmock/gmock.h>
@@ -198,6 +200,37 @@ TEST_F(ServeE2eTest, ASubagentsBashIsSandboxedLikeTheDesks) {
     EXPECT_THAT(output, HasSubstr("scratch-written"));
   }
   EXPECT_EQ(desk_output, subagent_output);  // the same identity, the same answers
+}
+
+// The desk's limits are for the desk as a whole, its subagents' sandboxes included: two
+// subagents that each hold 115 MiB at once do not fit in memory_mb = 200 (with a limit per
+// sandbox, as before, each had 200 MiB of its own and both held theirs).
+std::string hold_and_meet(const std::string& mine, const std::string& other) {
+  return "python3 -c \"\nimport os, time\nb = bytearray(range(256)) * (450 << 10)\nopen('scratch/" + mine +
+         "-held', 'w').close()\nfor i in range(150):\n    if os.path.exists('scratch/" + other +
+         "-held'): break\n    time.sleep(0.1)\nelse:\n    raise SystemExit(0)\ntime.sleep(2)\nprint('" + mine +
+         "-survived-' + str(len(b) >> 20))\n\"";
+}
+
+TEST_F(ServeE2eTest, TwoSubagentsCannotEachHoldTheDesksMemory) {
+  if (::geteuid() != 0) GTEST_SKIP() << "an unprivileged deskd on this host may have no cgroup (see deskd doctor)";
+  const std::string script = R"({"steps": [{"tool_calls": [)" + subagent_call("alpha") + ", " +
+                             subagent_call("beta") + R"(]}, {"text": "both tried"}]})"
+                             "\n" +
+                             subagent_line("alpha", hold_and_meet("alpha", "beta"), "alpha tried") +
+                             subagent_line("beta", hold_and_meet("beta", "alpha"), "beta tried");
+  ServeDaemon daemon({{"one", script, "maximum_subagents = 2\n"}}, "", "memory_mb = 200\n");
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  const auto ask = daemon.deskctl({"ask", "one", "hold memory"}, 90s);
+  EXPECT_EQ(ask.exit_code, 0) << describe(ask);
+  std::string output;
+  for (const auto& event : json_lines(daemon.journal_path("one"))) {
+    if (event_kind(event) == "TOOL_FINISHED" && event_data(event, "tool") == "bash") output += event_data(event, "text");
+  }
+  ASSERT_FALSE(output.empty()) << file_text(daemon.journal_path("one"));
+  const bool both = output.find("alpha-survived-") != std::string::npos && output.find("beta-survived-") != std::string::npos;
+  EXPECT_FALSE(both) << "two subagents held 115 MiB each at once under memory_mb = 200\n" << output;
+  EXPECT_THAT(output, HasSubstr("memory limit")) << output;
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // Limits for the desk as a whole, not per process: four processes of one desk cannot each
 // take the desk's memory, and a fork bomb is gone before the desk's next command runs.
 // Where deskd gets no cgroup (an unprivileged deskd without a delegated subtree, as on a
-// hybrid host), memory can only be limited per process; that case is skipped, and says so.
+// hybrid host), memory can only be limited per process; that case is skipped, and says so,
+// but memory a process can hold outside its address space is bounded there too.
 
 #include <unistd.h>
 
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "security/sandbox_runner.h"
@@ -15,6 +17,7 @@ namespace deskd::security_testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class DeskLimitsTest : public SandboxTest {
  protected:
@@ -62,6 +65,43 @@ TEST_P(DeskLimitsTest, AForkBombIsGoneBeforeTheNextCommandRuns) {
   ASSERT_TRUE(std::regex_search(run.out, count, std::regex("processes=([0-9]+)"))) << run.describe();
   // init, bash, the subshell of $(...), ls and grep: nothing of the bomb.
   EXPECT_LE(std::stoi(count[1]), 8) << "the fork bomb outlived its command\n" << run.describe();
+}
+
+// Memory that RLIMIT_AS does not count — a memfd written but never mapped, detached SysV
+// segments, tmpfs files in /tmp and /dev/shm — stays within the desk's limit too: with a
+// cgroup it is charged to the desk; without one memfd_create and shmget are refused and the
+// two tmpfs hold at most half the limit each.
+TEST_P(DeskLimitsTest, MemoryHeldOutsideTheAddressSpaceStaysWithinTheLimit) {
+  for (const std::string where : {"memfd", "sysv", "/tmp/pin", "/dev/shm/pin"}) {
+    LaunchOptions options;
+    options.timeout = std::chrono::seconds(50);
+    const SandboxRun run = sandbox({probe("probe_pin"), where, "640"}, {"--memory", "256M"}, options);
+    ASSERT_FALSE(run.timed_out) << where << "\n" << run.describe();
+    EXPECT_THAT(run.out, Not(HasSubstr("done"))) << where << ": 640 MiB held under a 256 MiB limit\n" << run.describe();
+    long held = 0;
+    static const std::regex line("held ([0-9]+)");
+    for (std::sregex_iterator each(run.out.begin(), run.out.end(), line), end; each != end; ++each)
+      held = std::stol((*each)[1]);
+    EXPECT_LE(held, 256) << where << "\n" << run.describe();
+  }
+}
+
+// A sandbox sees its cgroup's path in /proc/self/cgroup (under cgroup v1 from deskd's own
+// cgroup down): random names only, never deskd's host pid.
+TEST_P(DeskLimitsTest, CgroupPathsNameNoHostPid) {
+  const SandboxRun run = sandbox({"/bin/cat", "/proc/self/cgroup"});
+  ASSERT_EQ(run.exit_status, 0) << run.describe();
+  static const std::regex allowed(R"(\.\.|(instance|desk|sandbox)-[0-9a-f]{16})");
+  std::istringstream lines(run.out);
+  for (std::string each; std::getline(lines, each);) {
+    const std::size_t path = each.find(':', each.find(':') + 1);
+    ASSERT_NE(path, std::string::npos) << each;
+    std::istringstream components(each.substr(path + 1));
+    for (std::string component; std::getline(components, component, '/');) {
+      if (component.empty()) continue;
+      EXPECT_TRUE(std::regex_match(component, allowed)) << "'" << component << "' in " << each << "\n" << run.out;
+    }
+  }
 }
 
 DESKD_FOR_BOTH_DAEMONS(DeskLimitsTest);

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -174,6 +175,78 @@ TEST(LauncherTest, TheCommandRunsInTheSandboxsOwnCgroup) {
       EXPECT_NE(line.find("/sandbox-"), std::string::npos) << "launch " << launch << ": " << line << "\n" << text;
     }
   }
+  fs::remove_all(root);
+}
+
+// The lines a sandbox wrote to `fd` until `until` appears, the pipe closes or 30 s pass.
+std::string read_until(int fd, const std::string& until) {
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (text.find(until) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd readable{fd, POLLIN, 0};
+    if (::poll(&readable, 1, 100) <= 0) continue;
+    char buffer[4096];
+    const ssize_t count = ::read(fd, buffer, sizeof buffer);
+    if (count <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(count));
+  }
+  return text;
+}
+
+// The path of the cgroup in the v1 memory hierarchy (or v2) that a sandbox printed.
+std::string memory_cgroup_line(const std::string& text) {
+  for (const char* key : {":memory:", "0::"}) {
+    const std::size_t at = text.find(key);
+    if (at != std::string::npos) return text.substr(at, text.find('\n', at) - at);
+  }
+  return "";
+}
+
+// A desk's sandboxes (its bash, its subagents' bashes, its file opener) share the desk's one
+// cgroup and its limits: three sandboxes of one spec, each holding 110 MiB under a 200 MiB
+// desk, cannot all hold it — and each sandbox has a cgroup of its own inside the desk's.
+TEST(LauncherTest, SandboxesOfOneSpecShareTheDesksLimits) {
+  const SupportCheck limits = check_desk_limits();
+  if (!limits.available) GTEST_SKIP() << "this deskd gets no cgroup: " << limits.detail;
+  const fs::path root = launcher_test_folder();
+  auto spec =
+      SandboxSpecBuilder(policy::Confinement::create(root, {}).value()).memory_limit(std::uint64_t{200} << 20).build().value();
+  const std::string hold =
+      "cat /proc/self/cgroup; exec python3 -c \"import time\nb = b'\\x01' * (110 << 20)\nprint('held', flush=True)\n"
+      "time.sleep(60)\"";
+  std::vector<SandboxedProcess> sandboxes;
+  std::vector<std::string> outputs;
+  for (int index = 0; index < 3; ++index) {
+    int ends[2];
+    ASSERT_EQ(::pipe2(ends, O_CLOEXEC), 0);
+    auto process = launch_sandboxed(spec, {"/bin/bash", "-c", hold}, StandardStreams{-1, ends[1], ends[1]});
+    ::close(ends[1]);
+    ASSERT_TRUE(process.ok()) << process.error().what;
+    outputs.push_back(read_until(ends[0], "held"));
+    ::close(ends[0]);
+    sandboxes.push_back(std::move(process).value());
+  }
+  std::set<std::string> desks, own;
+  int holding = 0;
+  std::uint64_t kills = 0;
+  for (std::size_t index = 0; index < sandboxes.size(); ++index) {
+    const std::string line = memory_cgroup_line(outputs[index]);
+    const std::size_t desk = line.find("/desk-");
+    const std::size_t sandbox = line.find("/sandbox-");
+    ASSERT_NE(desk, std::string::npos) << outputs[index];
+    ASSERT_NE(sandbox, std::string::npos) << outputs[index];
+    desks.insert(line.substr(desk, sandbox - desk));
+    own.insert(line.substr(sandbox));
+    EXPECT_EQ(line.find(std::to_string(::getpid())), std::string::npos) << "the cgroup names deskd's pid: " << line;
+    const bool running = !sandboxes[index].wait_for(std::chrono::milliseconds(0)).value().has_value();
+    if (running && outputs[index].find("held") != std::string::npos) ++holding;
+    kills += sandboxes[index].limit_hits(1024).memory_kills;
+  }
+  EXPECT_EQ(desks.size(), 1u) << "the sandboxes of one desk are in different desk cgroups";
+  EXPECT_EQ(own.size(), 3u) << "two sandboxes share a cgroup of their own";
+  EXPECT_LE(holding, 1) << holding << " sandboxes hold 110 MiB each under one 200 MiB desk";
+  EXPECT_GE(kills, 1u) << "nothing was killed at the desk's memory limit";
+  sandboxes.clear();
   fs::remove_all(root);
 }
 
