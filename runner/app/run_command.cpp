@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/terminal_text.h"
 #include "runner/app/desk_tool_options.h"
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/india_time.h"
@@ -48,17 +49,20 @@ std::string first_lines(std::string text, std::size_t lines) {
   return indented;
 }
 
-// One readable line (or a few) per event.
+// One readable line (or a few) per event. The desk chose the texts (its model's words, its
+// output), so they are shown escaped, never obeyed by the terminal (base/terminal_text.h).
 void print(const desk::Event& event) {
   const std::string time = event.time.size() >= 19 ? event.time.substr(11, 8) : event.time;
   const auto text_of = [&](const char* key) {
     const json::value* value = event.data.if_contains(key);
-    return value != nullptr && value->is_string() ? std::string(value->as_string()) : std::string();
+    return terminal_text(value != nullptr && value->is_string() ? std::string_view(value->as_string()) : std::string_view(),
+                         LineBreaks::kept);
   };
+  const auto json_of = [](const json::value& value) { return terminal_text(json::serialize(value)); };
   if (event.kind == desk::event_kind::kModelText) {
     std::printf("[%s] model: %s\n", time.c_str(), text_of("text").c_str());
   } else if (event.kind == desk::event_kind::kToolCalled) {
-    std::printf("[%s] %s %s\n", time.c_str(), text_of("tool").c_str(), json::serialize(event.data.at("input")).c_str());
+    std::printf("[%s] %s %s\n", time.c_str(), text_of("tool").c_str(), json_of(event.data.at("input")).c_str());
   } else if (event.kind == desk::event_kind::kToolFinished) {
     const bool failed = event.data.at("is_error").as_bool();
     std::printf("%s%s\n", failed ? "  refused or failed:\n" : "", first_lines(text_of("text"), 8).c_str());
@@ -68,9 +72,9 @@ void print(const desk::Event& event) {
   } else if (event.kind == desk::event_kind::kTurnFinished) {
     std::printf("[%s] turn finished: %s\n", time.c_str(), text_of("reply").c_str());
   } else if (event.kind == desk::event_kind::kModelReplyCut) {
-    std::printf("[%s] %s: %s\n", time.c_str(), event.kind.c_str(), json::serialize(event.data).c_str());
+    std::printf("[%s] %s: %s\n", time.c_str(), event.kind.c_str(), json_of(event.data).c_str());
   } else if (event.kind == desk::event_kind::kTurnFailed || event.kind == desk::event_kind::kTurnStopped) {
-    std::printf("[%s] %s: %s\n", time.c_str(), event.kind.c_str(), json::serialize(event.data).c_str());
+    std::printf("[%s] %s: %s\n", time.c_str(), event.kind.c_str(), json_of(event.data).c_str());
   } else if (event.kind == desk::event_kind::kTurnStarted || event.kind == desk::event_kind::kDeskStarted) {
     std::printf("[%s] %s\n", time.c_str(), event.kind.c_str());
   }

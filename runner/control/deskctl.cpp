@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/terminal_text.h"
 #include "runner/control/control_client.h"
 #include "runner/desk/event_kinds.h"
 #include "runner/desk/event_text.h"
@@ -44,7 +45,13 @@ const char* const kDeskctlUsage =
     "  --socket PATH   deskd's control socket (default: $DESKD_SOCKET, else\n"
     "                  /run/deskd/deskd.sock)\n"
     "  --json          print deskd's replies and events as JSON lines, for scripts\n"
+    "                  (exact: nothing escaped beyond JSON's own escapes)\n"
     "  -h, --help      show this help\n"
+    "\n"
+    "What a desk wrote (output, names, paths, reasons, diffs, errors) is shown, never\n"
+    "obeyed: escape sequences and control, bidi and invisible characters come out as\n"
+    "\\e, \\xNN, \\uXXXX; a path holding anything unusual is quoted as bash reads it\n"
+    "('a b', $'a\\nb'), and one holding a look-alike of '/' is marked.\n"
     "\n"
     "Exit statuses: 0 ok, 1 refused by deskd (or the turn failed), 2 bad usage,\n"
     "3 cannot reach deskd, 4 the turn finished with its reply cut (max_tokens, context).\n";
@@ -76,6 +83,17 @@ std::string text_of(const json::object& object, const char* key) {
   return value->is_string() ? std::string(value->as_string()) : json::serialize(*value);
 }
 
+// A field of a reply on one line, safe for a terminal: desks choose names, paths, reasons
+// and errors, and what they wrote is shown, never obeyed (base/terminal_text.h). --json
+// output never goes through these.
+std::string shown(const json::object& object, const char* key) { return terminal_text(text_of(object, key)); }
+// A field that is text of many lines (a diff, usage, an error listing problems).
+std::string shown_lines(const json::object& object, const char* key) {
+  return terminal_text(text_of(object, key), LineBreaks::kept);
+}
+// A field that is a path: quoted when unusual, marked when it holds a look-alike of '/'.
+std::string shown_path(const json::object& object, const char* key) { return terminal_path(text_of(object, key)); }
+
 bool is_ok(const json::object& reply) {
   const json::value* ok = reply.if_contains("ok");
   return ok != nullptr && ok->is_bool() && ok->as_bool();
@@ -84,7 +102,7 @@ bool is_ok(const json::object& reply) {
 // Prints a refusal and returns its exit status.
 int refused(const json::object& reply, bool json_output) {
   if (json_output) std::puts(json::serialize(reply).c_str());
-  std::fprintf(stderr, "deskctl: %s\n", text_of(reply, "error").c_str());
+  std::fprintf(stderr, "deskctl: %s\n", shown_lines(reply, "error").c_str());
   return kRefused;
 }
 
@@ -98,41 +116,44 @@ void print_desks(const json::array& desks) {
   std::printf("%-20s %-9s %-8s %-7s %s\n", "DESK", "STATE", "MODE", "QUEUED", "MODEL");
   for (const auto& value : desks) {
     const json::object& desk = value.as_object();
-    std::string state = text_of(desk, "state");
+    std::string state = shown(desk, "state");
     if (text_of(desk, "paused") == "true") state += " (paused)";
-    std::printf("%-20s %-9s %-8s %-7s %s\n", text_of(desk, "name").c_str(), state.c_str(), text_of(desk, "mode").c_str(),
-                text_of(desk, "queued").c_str(), text_of(desk, "model").c_str());
-    if (!text_of(desk, "error").empty()) std::printf("  error: %s\n", text_of(desk, "error").c_str());
+    std::printf("%-20s %-9s %-8s %-7s %s\n", shown(desk, "name").c_str(), state.c_str(), shown(desk, "mode").c_str(),
+                shown(desk, "queued").c_str(), shown(desk, "model").c_str());
+    if (!text_of(desk, "error").empty()) std::printf("  error: %s\n", shown(desk, "error").c_str());
   }
 }
 
 void print_status(const json::object& status) {
   if (const json::value* desks = status.if_contains("desks"); desks != nullptr && desks->is_array()) {
-    std::printf("deskd at %s%s\n", text_of(status, "time").c_str(), text_of(status, "stopping") == "true" ? " (stopping)" : "");
+    std::printf("deskd at %s%s\n", shown(status, "time").c_str(), text_of(status, "stopping") == "true" ? " (stopping)" : "");
     print_desks(desks->as_array());
     return;
   }
   for (const char* key : {"name", "state", "mode", "paused", "queued", "model", "directory", "network", "open_proposals",
                           "error"}) {
-    if (status.contains(key)) std::printf("%-15s %s\n", (std::string(key) + ":").c_str(), text_of(status, key).c_str());
+    if (!status.contains(key)) continue;
+    const std::string value = std::string_view(key) == "directory" ? shown_path(status, key) : shown(status, key);
+    std::printf("%-15s %s\n", (std::string(key) + ":").c_str(), value.c_str());
   }
   if (const json::value* schedules = status.if_contains("schedules"); schedules != nullptr && schedules->is_array()) {
     for (const auto& schedule : schedules->as_array()) {
-      std::printf("schedule:       %s, next %s\n", text_of(schedule.as_object(), "name").c_str(),
-                  text_of(schedule.as_object(), "next").c_str());
+      std::printf("schedule:       %s, next %s\n", shown(schedule.as_object(), "name").c_str(),
+                  shown(schedule.as_object(), "next").c_str());
     }
   }
-  if (status.contains("usage")) std::printf("usage:\n%s\n", text_of(status, "usage").c_str());
+  if (status.contains("usage")) std::printf("usage:\n%s\n", shown_lines(status, "usage").c_str());
 }
 
 void print_proposals(const json::array& proposals) {
   if (proposals.empty()) std::puts("No proposals.");
   for (const auto& value : proposals) {
     const json::object& proposal = value.as_object();
-    std::printf("%s  %-8s  %s  %s\n  %s\n  why: %s\n", text_of(proposal, "id").c_str(), text_of(proposal, "status").c_str(),
-                text_of(proposal, "desk").c_str(), text_of(proposal, "time").c_str(), text_of(proposal, "path").c_str(),
-                text_of(proposal, "reason").c_str());
-    const std::string diff = text_of(proposal, "diff");
+    std::printf("%s  %-8s  %s  %s\n  %s\n  why: %s\n", shown(proposal, "id").c_str(), shown(proposal, "status").c_str(),
+                shown(proposal, "desk").c_str(), shown(proposal, "time").c_str(), shown_path(proposal, "path").c_str(),
+                shown(proposal, "reason").c_str());
+    // The diff keeps its lines; within them, what the desk wrote is shown escaped.
+    const std::string diff = shown_lines(proposal, "diff");
     if (!diff.empty() && text_of(proposal, "status") == "open") std::printf("%s%s", diff.c_str(), diff.back() == '\n' ? "" : "\n");
   }
 }
@@ -143,12 +164,15 @@ bool print_reload(const json::object& reload) {
     const json::value* list = reload.if_contains(what);
     if (list == nullptr || !list->is_array() || list->as_array().empty()) continue;
     std::string names;
-    for (const auto& name : list->as_array()) names += (names.empty() ? "" : ", ") + std::string(name.as_string());
+    for (const auto& name : list->as_array()) {
+      names += (names.empty() ? "" : ", ") + terminal_text(name.is_string() ? std::string_view(name.as_string()) : "");
+    }
     std::printf("%-10s %s\n", what, names.c_str());
   }
   if (const json::value* failed = reload.if_contains("failed"); failed != nullptr && failed->is_object()) {
     for (const auto& [name, why] : failed->as_object()) {
-      std::printf("failed     %s: %s\n", std::string(name).c_str(), why.is_string() ? why.as_string().c_str() : "");
+      std::printf("failed     %s: %s\n", terminal_text(name).c_str(),
+                  terminal_text(why.is_string() ? std::string_view(why.as_string()) : "").c_str());
     }
     return failed->as_object().empty();
   }
@@ -170,10 +194,10 @@ int simple(ControlClient& client, const Options& options, json::object request) 
   } else if (options.command == "status") {
     print_status(answer.at("status").as_object());
   } else if (options.command == "send") {
-    std::puts(text_of(answer, "trigger").c_str());
+    std::puts(shown(answer, "trigger").c_str());
   } else if (options.command == "commands") {
     for (const auto& entry : answer.at("commands").as_array()) {
-      std::printf("%-16s %s\n", text_of(entry.as_object(), "name").c_str(), text_of(entry.as_object(), "description").c_str());
+      std::printf("%-16s %s\n", shown(entry.as_object(), "name").c_str(), shown(entry.as_object(), "description").c_str());
     }
   } else if (options.command == "proposals") {
     print_proposals(answer.at("proposals").as_array());
@@ -181,8 +205,8 @@ int simple(ControlClient& client, const Options& options, json::object request) 
     if (!print_reload(answer.at("reload").as_object())) return kRefused;
   } else {
     const json::object& proposal = answer.at("proposal").as_object();
-    std::printf("Proposal %s %s: %s\n", text_of(proposal, "id").c_str(), text_of(proposal, "status").c_str(),
-                text_of(proposal, "path").c_str());
+    std::printf("Proposal %s %s: %s\n", shown(proposal, "id").c_str(), shown(proposal, "status").c_str(),
+                shown_path(proposal, "path").c_str());
   }
   return kOk;
 }
@@ -232,11 +256,11 @@ int events(ControlClient& client, const Options& options) {
         std::fprintf(stderr, "deskctl: older events are no longer kept in memory; the desk's journal has them all.\n");
       }
     } else if (object.contains("stopping")) {
-      std::fprintf(stderr, "deskctl: %s\n", text_of(object, "notice").c_str());
+      std::fprintf(stderr, "deskctl: %s\n", shown(object, "notice").c_str());
     } else if (object.contains("replayed")) {
       if (!follow) return kOk;
     } else if (object.contains("dropped")) {
-      std::fprintf(stderr, "deskctl: %s events were dropped because this client fell behind.\n", text_of(object, "dropped").c_str());
+      std::fprintf(stderr, "deskctl: %s events were dropped because this client fell behind.\n", shown(object, "dropped").c_str());
     } else if (const json::value* event = object.if_contains("event"); event != nullptr && event->is_object()) {
       const std::string text =
           options.json_output ? json::serialize(*event) + "\n" : desk::event_text(event->as_object(), true);
@@ -303,7 +327,7 @@ int ask(ControlClient& client, const Options& options) {
       // deskd ended the follow: it is stopping, or found this client too slow.
       return refused(**line, options.json_output);
     } else if ((*line)->contains("stopping")) {
-      std::fprintf(stderr, "deskctl: %s\n", text_of(**line, "notice").c_str());
+      std::fprintf(stderr, "deskctl: %s\n", shown(**line, "notice").c_str());
     } else if ((*line)->contains("dropped")) {
       std::fprintf(stderr, "deskctl: some events were dropped because this client fell behind.\n");
     }

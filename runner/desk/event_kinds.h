@@ -12,9 +12,15 @@
 //   nobody     never journaled; the last column says why
 // deskctl text: "" = bookkeeping, shown only by `deskctl follow --all`. Otherwise a template:
 //   {at}            "[hh:mm:ss] desk: " (desk/subagent-id for a subagent's event)
-//   {field}         the data field as text (strings as they are, anything else as JSON)
+//   {field}         the data field as text on one line (strings as they are, anything else
+//                   as JSON)
+//   {field:prose}   the field's text with its line breaks and tabs kept (a model's words)
+//   {field:path}    the field as a path, quoted when unusual (base/terminal_text.h)
 //   {field:lines N} the field's text indented, at most N lines, on lines of its own
 //   {field:short}   a tool's input, short: its command, path or job id, else its JSON
+// Every field's text is the desk's to choose, so all of them are shown through
+// base/terminal_text.h: what a terminal would obey (ESC, controls, bidi and invisible code
+// points) comes out escaped, and a line break only where the filter keeps lines.
 //   {field:if TEXT} TEXT when the field is true
 //   {field:given TEXT} TEXT, with % replaced by the field's text, when the field is there
 // A line break ends the text when it does not end with one.
@@ -40,12 +46,12 @@ enum class EventLogLevel { debug, info, warn };
   /* After a restart: a trigger run again, and why (data: trigger, reason). */ \
   KIND(kTriggerRedelivered,     "TRIGGER_REDELIVERED",       desk,   warn,  "", "") \
   KIND(kTurnStarted,            "TURN_STARTED",              desk,   info,  "{at}turn started", "") \
-  KIND(kTurnFinished,           "TURN_FINISHED",             desk,   info,  "{at}turn finished{cut:given , but its reply was cut (%)}: {reply}", "") \
+  KIND(kTurnFinished,           "TURN_FINISHED",             desk,   info,  "{at}turn finished{cut:given , but its reply was cut (%)}: {reply:prose}", "") \
   /* A reply cut by a limit before the model finished it (data: reason, max_tokens, continuing, limit, advice). */ \
   KIND(kModelReplyCut,          "MODEL_REPLY_CUT",           desk,   warn,  "{at}the model's reply was cut at {limit}; {advice}", "") \
   KIND(kTurnFailed,             "TURN_FAILED",               desk,   warn,  "{at}turn failed: {error}", "") \
   KIND(kTurnStopped,            "TURN_STOPPED",              desk,   info,  "{at}turn stopped ({reason})", "") \
-  KIND(kModelText,              "MODEL_TEXT",                desk,   debug, "{at}{text}", "") \
+  KIND(kModelText,              "MODEL_TEXT",                desk,   debug, "{at}{text:prose}", "") \
   KIND(kModelRetrying,          "MODEL_RETRYING",            desk,   debug, "{at}the model call failed and is retried: {reason}", "") \
   KIND(kToolCalled,             "TOOL_CALLED",               desk,   debug, "{at}> {tool} {input:short}", "") \
   KIND(kToolFinished,           "TOOL_FINISHED",             desk,   debug, "{is_error:if   refused or failed:\n}{text:lines 12}", "") \
@@ -64,8 +70,8 @@ enum class EventLogLevel { debug, info, warn };
   /* The desk's egress proxy refused a request (data: host, port, why; unreported_before when \
      the rate limit held some back). Published by the proxy outside the runtime. */ \
   KIND(kNetworkRefused,         "NETWORK_REFUSED",           daemon, warn,  "{at}network refused {host}:{port}: {why}", "") \
-  KIND(kProposalAccepted,       "PROPOSAL_ACCEPTED",         daemon, info,  "{at}proposal {proposal} accepted by {by} ({path})", "") \
-  KIND(kProposalRejected,       "PROPOSAL_REJECTED",         daemon, info,  "{at}proposal {proposal} rejected by {by} ({path})", "") \
+  KIND(kProposalAccepted,       "PROPOSAL_ACCEPTED",         daemon, info,  "{at}proposal {proposal} accepted by {by} ({path:path})", "") \
+  KIND(kProposalRejected,       "PROPOSAL_REJECTED",         daemon, info,  "{at}proposal {proposal} rejected by {by} ({path:path})", "") \
   KIND(kProposalRefused,        "PROPOSAL_REFUSED",          daemon, warn,  "{at}proposal {proposal} refused: {error}", "") \
   /* A journal line that could not be read (data: file, line, error; trigger, recovered). */ \
   KIND(kJournalDamaged,         "JOURNAL_DAMAGED",           desk,   warn,  "", "") \

@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "base/terminal_text.h"
 #include "runner/desk/event_kinds.h"
 
 namespace deskd::desk {
@@ -17,8 +18,10 @@ std::string string_of(const json::object& object, std::string_view key) {
   return json::serialize(*value);
 }
 
-// At most `lines` lines of `text`, each indented, with "..." when some were left out.
+// At most `lines` lines of `text`, each indented, with "..." when some were left out; what a
+// terminal would obey is escaped (the lines themselves are kept).
 std::string indented(std::string text, std::size_t lines) {
+  text = terminal_text(text, LineBreaks::kept);
   while (!text.empty() && text.back() == '\n') text.pop_back();
   std::string out = "    ";
   std::size_t line = 0;
@@ -36,35 +39,43 @@ std::string indented(std::string text, std::size_t lines) {
   return out + "\n";
 }
 
-// A tool call's input, short: bash shows its command, file tools their path.
+// A tool call's input, short and on one line: bash shows its command, file tools their path
+// (quoted when it holds anything unusual), others their JSON.
 std::string tool_input(const json::value* input) {
   if (input == nullptr || !input->is_object()) return {};
   const json::object& object = input->as_object();
-  for (const char* key : {"command", "path", "job_id", "task"}) {
+  for (const std::string_view key : {"command", "path", "job_id", "task"}) {
     if (const json::value* value = object.if_contains(key); value != nullptr && value->is_string()) {
-      std::string text(value->as_string());
-      if (text.size() > 200) text = text.substr(0, 200) + "...";
-      return text;
+      std::string_view text(value->as_string());
+      if (key == "path") return terminal_path(text);
+      if (text.size() <= 200) return terminal_text(text);
+      std::size_t cut = 200;  // between characters, so that no half of one is shown escaped
+      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+      return terminal_text(text.substr(0, cut)) + "...";
     }
   }
-  return json::serialize(object);
+  return terminal_text(json::serialize(object));
 }
 
-// One "{field}" or "{field:filter argument}" of a template (runner/desk/event_kinds.h).
+// One "{field}" or "{field:filter argument}" of a template (runner/desk/event_kinds.h). A
+// field's text is the desk's to choose, so it is shown, never obeyed: escaped on one line,
+// with its lines kept (prose, lines N), or as a quoted path.
 std::string placeholder(std::string_view inside, const json::object& data, const std::string& at) {
   if (inside == "at") return at;
   const std::size_t colon = inside.find(':');
   const std::string_view field = inside.substr(0, colon);
-  if (colon == std::string_view::npos) return string_of(data, field);
+  if (colon == std::string_view::npos) return terminal_text(string_of(data, field));
   const std::string_view filter = inside.substr(colon + 1);
   if (filter == "short") return tool_input(data.if_contains(field));
+  if (filter == "prose") return terminal_text(string_of(data, field), LineBreaks::kept);
+  if (filter == "path") return terminal_path(string_of(data, field));
   if (filter.starts_with("lines ")) {
     std::size_t lines = 0;
     for (char digit : filter.substr(6)) lines = lines * 10 + static_cast<std::size_t>(digit - '0');
     return indented(string_of(data, field), lines);
   }
   if (filter.starts_with("given ")) {  // TEXT, with % as the field, when the field is there
-    const std::string value = string_of(data, field);
+    const std::string value = terminal_text(string_of(data, field));
     if (value.empty()) return {};
     std::string text(filter.substr(6));
     if (const std::size_t mark = text.find('%'); mark != std::string::npos) text.replace(mark, 1, value);
@@ -74,7 +85,7 @@ std::string placeholder(std::string_view inside, const json::object& data, const
     const json::value* flag = data.if_contains(field);
     return flag != nullptr && flag->is_bool() && flag->as_bool() ? std::string(filter.substr(3)) : std::string();
   }
-  return string_of(data, field);
+  return terminal_text(string_of(data, field));
 }
 
 }  // namespace
@@ -87,13 +98,13 @@ std::string event_text(const json::object& event, bool everything) {
   const std::string time_stamp = string_of(event, "time");
   // A subagent's events are told under the desk with the subagent's id.
   const std::string subagent = string_of(data, "subagent");
-  const std::string at = "[" + (time_stamp.size() >= 19 ? time_stamp.substr(11, 8) : time_stamp) + "] " +
-                         string_of(event, "desk") + (subagent.empty() ? "" : "/" + subagent) + ": ";
+  const std::string at = "[" + terminal_text(time_stamp.size() >= 19 ? time_stamp.substr(11, 8) : time_stamp) + "] " +
+                         terminal_text(string_of(event, "desk")) + (subagent.empty() ? "" : "/" + terminal_text(subagent)) + ": ";
 
   const auto row = desk::find_event_kind(kind);
   if (!row || row->text.empty()) {
     if (!everything) return {};
-    return at + kind + " " + json::serialize(data) + "\n";
+    return at + terminal_text(kind) + " " + terminal_text(json::serialize(data)) + "\n";
   }
   std::string text;
   const std::string_view pattern = row->text;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/terminal_text.h"
 #include "policy/safe_file.h"
 #include "runner/tools/file_tool_support.h"
 #include "runner/tools/file_tools.h"
@@ -28,10 +29,19 @@ struct DirectoryCloser {
   void operator()(DIR* directory) const { ::closedir(directory); }
 };
 
+// A name (or a link's text) as the listing shows it: as it is when ordinary (spaces and
+// quotes included, as the file tools take it); quoted as bash reads it, $'...', when it holds
+// a line break, a control, an invisible or bidi character, bytes that are not UTF-8 or a
+// look-alike of '/', so that `a\nFAKE-ENTRY.md` is one entry, never two.
+std::string shown_name(std::string_view name) {
+  std::string quoted = terminal_path(name);
+  return quoted.starts_with("$'") ? quoted : std::string(name);
+}
+
 // What one entry looks like in the listing: "name", "name/" for a folder, "name -> target"
 // for a symbolic link (its text, never followed).
 std::string display_entry(int directory_fd, const dirent& entry, bool hidden) {
-  std::string name = entry.d_name;
+  const std::string name = shown_name(entry.d_name);
   unsigned char type = entry.d_type;
   if (type == DT_UNKNOWN && !hidden) {
     struct stat status {};
@@ -43,7 +53,7 @@ std::string display_entry(int directory_fd, const dirent& entry, bool hidden) {
   if (type == DT_LNK && !hidden) {
     char target[PATH_MAX];
     const ssize_t length = ::readlinkat(directory_fd, entry.d_name, target, sizeof target);
-    if (length >= 0) return name + " -> " + policy::printable_path(std::string_view(target, static_cast<std::size_t>(length)));
+    if (length >= 0) return name + " -> " + shown_name(std::string_view(target, static_cast<std::size_t>(length)));
   }
   return name;
 }

@@ -95,6 +95,39 @@ void append_line(std::string& out, char prefix, std::string_view line) {
   if (line.empty() || line.back() != '\n') out += "\n\\ No newline at end of file\n";
 }
 
+// A header's file name as git writes it: as it is, or in double quotes with C escapes when
+// it holds a control byte, a quote or a backslash (GNU patch reads both). A desk chooses the
+// name; a newline in it must not end the header line and start a line of the diff.
+std::string header_name(std::string_view prefix, std::string_view label) {
+  const std::string name = std::string(prefix) + std::string(label);
+  const bool plain = std::none_of(name.begin(), name.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7F || c == '"' || c == '\\';
+  });
+  if (plain) return name;
+  std::string quoted = "\"";
+  for (const char c : name) {
+    const auto byte = static_cast<unsigned char>(c);
+    switch (c) {
+      case '\n': quoted += "\\n"; break;
+      case '\t': quoted += "\\t"; break;
+      case '\r': quoted += "\\r"; break;
+      case '"': quoted += "\\\""; break;
+      case '\\': quoted += "\\\\"; break;
+      default:
+        if (byte < 0x20 || byte == 0x7F) {
+          quoted += '\\';
+          quoted += static_cast<char>('0' + (byte >> 6));
+          quoted += static_cast<char>('0' + ((byte >> 3) & 7));
+          quoted += static_cast<char>('0' + (byte & 7));
+        } else {
+          quoted += c;
+        }
+    }
+  }
+  return quoted + "\"";
+}
+
 }  // namespace
 
 std::string unified_diff(std::string_view old_text, std::string_view new_text, std::string_view label) {
@@ -150,7 +183,7 @@ std::string unified_diff(std::string_view old_text, std::string_view new_text, s
     new_at[index + 1] = new_at[index] + (steps[index] != Step::remove ? 1 : 0);
   }
 
-  std::string out = "--- a/" + std::string(label) + "\n+++ b/" + std::string(label) + "\n";
+  std::string out = "--- " + header_name("a/", label) + "\n+++ " + header_name("b/", label) + "\n";
   std::size_t index = 0;
   while (index < steps.size()) {
     while (index < steps.size() && steps[index] == Step::keep) ++index;

@@ -15,7 +15,9 @@ inline constexpr std::size_t kMaximumDiffLines = 20'000;
 inline constexpr std::string_view kDiffTooLarge = "(too large to show)";
 
 /// The unified diff from `old_text` to `new_text` with 3 lines of context, headed
-/// `--- a/<label>` and `+++ b/<label>`; "" when the texts are equal, kDiffTooLarge when
+/// `--- a/<label>` and `+++ b/<label>` (in double quotes with C escapes, as git and patch
+/// write them, when the label holds a control byte, '"' or '\\', so that a newline in a
+/// name never starts a line of its own); "" when the texts are equal, kDiffTooLarge when
 /// either is past the limits. A missing final newline is marked as diff marks it.
 std::string unified_diff(std::string_view old_text, std::string_view new_text, std::string_view label);
 

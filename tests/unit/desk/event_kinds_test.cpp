@@ -74,7 +74,7 @@ TEST(EventKindsTest, TheKindsOnceLeftOutAreJournaled) {
 }
 
 TEST(EventKindsTest, EveryTextIsAWellFormedTemplate) {
-  const std::regex placeholder(R"(\{([a-z_]+)(:(short|lines [0-9]+|if [^}]*|given [^}]*))?\})");
+  const std::regex placeholder(R"(\{([a-z_]+)(:(short|prose|path|lines [0-9]+|if [^}]*|given [^}]*))?\})");
   for (const EventKindInfo& row : event_kinds()) {
     SCOPED_TRACE(std::string(row.name));
     // What is left once every placeholder is taken out holds no brace.

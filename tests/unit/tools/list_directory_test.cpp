@@ -1,9 +1,11 @@
 // list_directory: sorted, folders marked, links shown (never followed), hidden entries
-// named but never entered, and a cap with a note.
+// named but never entered, a cap with a note, and names a desk chose shown so that one
+// entry never reads as two (or as a folder it is not).
 
 #include <cstdio>
 #include <string>
 
+#include "base/terminal_text.h"
 #include "unit/tools/file_tools_fixture.h"
 
 namespace {
@@ -81,6 +83,23 @@ TEST_F(ListDirectoryTest, StopsAt1000EntriesWithANote) {
                                "f0999\n\n(5 more entries are not shown; a listing stops at 1000. Use bash (ls, "
                                "find) to see the rest.)\n"));
   EXPECT_THAT(result.text, ::testing::Not(HasSubstr("f1000")));
+}
+
+TEST_F(ListDirectoryTest, OddNamesAreQuotedAsBashReadsThemAndOrdinaryOnesAreNot) {
+  write_file(desk() / "scratch" / "a\nFAKE-ENTRY.md", "");
+  write_file(desk() / "scratch" / "zz\x1b[2K\x1b[1Gplan.md", "");
+  write_file(desk() / "scratch" / "..\u2215..\u2215etc\u2215passwd", "");
+  write_file(desk() / "scratch" / "my notes.md", "");
+  write_file(desk() / "scratch" / "योजना.md", "");
+  make_symlink("../plan.md\nFAKE-LINK", desk() / "scratch" / "link");
+  EXPECT_EQ(list({{"path", "scratch"}}).text,
+            "$'..\\u2215..\\u2215etc\\u2215passwd'" + std::string(deskd::kLookAlikeSlashMark) +
+                "\n"
+                "$'a\\nFAKE-ENTRY.md'\n"
+                "link -> $'../plan.md\\nFAKE-LINK'\n"
+                "my notes.md\n"
+                "$'zz\\e[2K\\e[1Gplan.md'\n"
+                "योजना.md\n");
 }
 
 TEST_F(ListDirectoryTest, MalformedInputNamesTheField) {

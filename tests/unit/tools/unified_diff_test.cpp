@@ -57,6 +57,16 @@ TEST(UnifiedDiff, MarksAMissingFinalNewline) {
   EXPECT_EQ(unified_diff("a\n", "a\nb", "f"), "--- a/f\n+++ b/f\n@@ -1 +1,2 @@\n a\n+b\n\\ No newline at end of file\n");
 }
 
+// A desk names the file: a newline in the name must not end the header line (and start a
+// forged line of the diff). Such names are quoted as git quotes them, which patch reads.
+TEST(UnifiedDiff, UnusualNamesAreQuotedInTheHeader) {
+  EXPECT_EQ(unified_diff("v1\n", "v2\n", "desk/plan.md"), "--- a/desk/plan.md\n+++ b/desk/plan.md\n@@ -1 +1 @@\n-v1\n+v2\n");
+  EXPECT_EQ(unified_diff("v1\n", "v2\n", "योजना ∕ v2.md"), "--- a/योजना ∕ v2.md\n+++ b/योजना ∕ v2.md\n@@ -1 +1 @@\n-v1\n+v2\n");
+  EXPECT_EQ(unified_diff("v1\n", "v2\n", "zz\x1b[2K\nwhy \"q\" \\b\t\x7f.md"),
+            "--- \"a/zz\\033[2K\\nwhy \\\"q\\\" \\\\b\\t\\177.md\"\n"
+            "+++ \"b/zz\\033[2K\\nwhy \\\"q\\\" \\\\b\\t\\177.md\"\n@@ -1 +1 @@\n-v1\n+v2\n");
+}
+
 TEST(UnifiedDiff, TooLargeTextsAreNotDiffed) {
   EXPECT_EQ(unified_diff(lines(1, 20001), "x\n", "f"), "(too large to show)");
   EXPECT_EQ(unified_diff("x\n", std::string((1u << 20) + 1, 'y'), "f"), "(too large to show)");
