@@ -150,6 +150,12 @@ void run_sandbox_child(const ChildContext& context) {
     fail_child(failure_fd, errno, failed_step, "");
   }
   die_with_parent_again(failure_fd);
+  // Before the mount plan, which makes /proc/sys read-only as container runtimes do. The
+  // setting is the sandbox's own network namespace's whichever /proc is used to write it.
+  if (context.unprivileged_port_start >= 0 && set_unprivileged_port_start(context.unprivileged_port_start) != 0) {
+    fail_child(failure_fd, errno, "let the egress forwarder bind the allowed names' ports",
+               "/proc/sys/net/ipv4/ip_unprivileged_port_start");
+  }
   run_mount_plan(*context.mount_steps, failure_fd);
   if (context.hostname != nullptr) {
     for (std::size_t length = 0;; ++length) {
@@ -160,10 +166,6 @@ void run_sandbox_child(const ChildContext& context) {
   }
   if (context.bring_up_loopback && bring_up_loopback() != 0) {
     fail_child(failure_fd, errno, "bring up the loopback interface", "lo");
-  }
-  if (context.unprivileged_port_start >= 0 && set_unprivileged_port_start(context.unprivileged_port_start) != 0) {
-    fail_child(failure_fd, errno, "let the egress forwarder bind the allowed names' ports",
-               "/proc/sys/net/ipv4/ip_unprivileged_port_start");
   }
   for (const ResourceLimit& limit : context.limits) {
     if (::syscall(SYS_prlimit64, 0, limit.resource, &limit.value, nullptr) != 0) {
