@@ -5,8 +5,10 @@
 // as processes, a root deskd (the test's own identity).
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -149,6 +151,29 @@ TEST_F(DeputyE2eTest, TwoDeskdWithDifferentStateFoldersNeverShareADeskUid) {
   ASSERT_FALSE(uid_in(ids_one).empty()) << ids_one;
   ASSERT_FALSE(uid_in(ids_two).empty()) << ids_two;
   EXPECT_NE(uid_in(ids_one), uid_in(ids_two));
+}
+
+// An unprivileged deskd would hand its supplementary groups to every desk (setgroups is
+// denied in a desk's user namespace): it refuses to start, naming them and the way out.
+TEST_F(DeputyE2eTest, AnUnprivilegedDeskdWithSupplementaryGroupsRefusesToStart) {
+  constexpr uid_t kUser = 4261;
+  constexpr gid_t kExtraGroup = 4262;
+  ServeDaemon daemon({{"one", R"({"steps": [{"text": "hi"}]})" "\n"}});
+  daemon.run_as(kUser);
+  const std::string command = "setpriv --reuid=" + std::to_string(kUser) + " --regid=" + std::to_string(kUser) +
+                              " --groups=" + std::to_string(kExtraGroup) + " " + deskd_binary() + " serve --config " +
+                              daemon.config_path() + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  for (std::size_t count; (count = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, count);
+  const int status = ::pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << output;
+  EXPECT_THAT(output, HasSubstr("supplementary group " + std::to_string(kExtraGroup))) << output;
+  EXPECT_THAT(output, HasSubstr("allow_supplementary_groups = true"));
+  EXPECT_FALSE(fs::exists(daemon.socket_path())) << "deskd listened before refusing";
 }
 
 }  // namespace
