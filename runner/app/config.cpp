@@ -270,6 +270,9 @@ void read_model(TableReader& reader, ModelConfig& model, LoadContext& context) {
   if (auto seconds = reader.number("idle_timeout_seconds", {0, true, kSecondsInADay})) {
     model.idle_timeout = milliseconds_from_seconds(*seconds);
   }
+  if (auto seconds = reader.number("call_timeout_seconds", {0, true, kSecondsInADay})) {
+    model.call_timeout = milliseconds_from_seconds(*seconds);
+  }
   if (auto retries = reader.whole("max_retries", 0, 100)) model.max_retries = static_cast<std::uint32_t>(*retries);
   if (auto window = reader.whole("context_window", 1, 100'000'000)) {
     model.context_window = static_cast<std::uint32_t>(*window);

@@ -99,6 +99,8 @@ struct ModelConfig {
   std::optional<double> temperature;
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(10);
   std::chrono::milliseconds idle_timeout = std::chrono::seconds(120);  ///< a silent stream ends the turn
+  /// A whole call, from the request to the reply's last event: a trickling stream ends the turn.
+  std::chrono::milliseconds call_timeout = std::chrono::minutes(5);
   std::uint32_t max_retries = 4;
   std::uint32_t context_window = 200000;          ///< tokens
   double compaction_share = 0.8;                  ///< summarise older turns past this share

@@ -27,6 +27,7 @@ model::ProviderSettings provider_settings(const ModelConfig& model, std::string 
   settings.http.ca_file = model.ca_file;
   settings.http.connect_timeout = model.connect_timeout;
   settings.http.idle_timeout = model.idle_timeout;
+  settings.http.call_timeout = model.call_timeout;
   settings.retry.max_retries = model.max_retries;
   return settings;
 }

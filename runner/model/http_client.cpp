@@ -190,6 +190,8 @@ struct HttpClient::State : HttpClientState {
   using HttpClientState::HttpClientState;
 };
 
+const HttpSettings& HttpClient::settings() const { return state_->settings; }
+
 namespace {
 
 class StreamingResponse final : public HttpResponse {

@@ -46,6 +46,9 @@ struct HttpSettings {
   std::optional<std::filesystem::path> ca_file;  ///< none: the system's certificate store
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(10);
   std::chrono::milliseconds idle_timeout = std::chrono::seconds(120);
+  /// A whole streamed model call, from the request to the reply's last event: a server that
+  /// trickles bytes (comments, a line that never ends) resets idle_timeout forever.
+  std::chrono::milliseconds call_timeout = std::chrono::minutes(5);
   /// Read HTTPS_PROXY/https_proxy and NO_PROXY/no_proxy from deskd's environment.
   bool proxy_from_environment = true;
 };
@@ -99,6 +102,9 @@ class HttpClient {
   /// must be read to its end (or destroyed) before the next request to the same host
   /// reuses the connection; a response destroyed early closes its connection.
   boost::asio::awaitable<std::unique_ptr<HttpResponse>> send(HttpRequest request);
+
+  /// The settings it was made with.
+  const HttpSettings& settings() const;
 
  private:
   struct State;

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+
+#include "runner/model/http_connection.h"
 
 namespace deskd::model {
 namespace asio = boost::asio;
@@ -107,6 +110,7 @@ asio::awaitable<ModelResponse> streamed_call(HttpClient& client, HttpRequest req
                                              StreamAssembler& assembler, std::function<void()> on_progress) {
   // GCC 12: no co_await inside a catch block, so every catch keeps the failure and the
   // code after it throws.
+  const auto started = std::chrono::steady_clock::now();
   std::optional<ProviderError> failure;
   std::unique_ptr<HttpResponse> response;
   try {
@@ -146,7 +150,15 @@ asio::awaitable<ModelResponse> streamed_call(HttpClient& client, HttpRequest req
 
   ServerSentEventParser parser;
   bool body_ended = false;
+  const auto call_timeout = client.settings().call_timeout;
+  const auto deadline = started + call_timeout;
   while (!assembler.finished()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw ProviderError(dialect.service + " did not finish its reply within " + seconds_text(call_timeout) +
+                              " (call_timeout_seconds); the stream kept sending without finishing, so the call was "
+                              "given up.",
+                          false);
+    }
     std::optional<std::string> piece;
     try {
       piece = co_await response->read_some();
@@ -158,11 +170,11 @@ asio::awaitable<ModelResponse> streamed_call(HttpClient& client, HttpRequest req
       body_ended = true;
       break;
     }
-    if (on_progress) on_progress();
     if (Result<void> fed = parser.feed(*piece); !fed.ok()) {
       throw ProviderError(dialect.service + " sent an event stream that cannot be read: " + fed.error().what, false);
     }
     while (std::optional<ServerSentEvent> event = parser.next()) {
+      if (on_progress && !event->data.empty()) on_progress();
       assembler.take(*event);
       if (assembler.finished()) break;  // anything after the closing event is not part of the reply
     }

@@ -55,7 +55,9 @@ struct ApiDialect {
 /// an event stream, and for a stream that stalled, broke or ended early. A body that ends
 /// cleanly after a last event without its closing blank line still delivers that event. Throws system_error(operation_aborted) when
 /// the awaiting coroutine is cancelled.
-/// `on_progress` (may be empty) is called for each piece of the stream.
+/// `on_progress` (may be empty) is called for each event that carries data: model content,
+/// not bytes, so comments or a line that never ends count as no progress. The whole call
+/// ends within `client`'s call_timeout (a ProviderError naming it, not retried).
 boost::asio::awaitable<ModelResponse> streamed_call(HttpClient& client, HttpRequest request, const ApiDialect& dialect,
                                                     StreamAssembler& assembler, std::function<void()> on_progress);
 

@@ -250,6 +250,36 @@ TEST_F(AnthropicProviderTest, AStalledStreamEndsWithAVisibleError) {
   EXPECT_EQ(server.requests().size(), 1u) << "a stream that stalled is not asked again";
 }
 
+// Issue 27: bytes are not progress. A stream that trickles comments, or a data line that
+// never ends, resets the idle timeout forever; the whole call's deadline ends it.
+class TricklingStreamTest : public AnthropicProviderTest {
+ protected:
+  void expect_given_up(std::vector<BodyPiece> pieces) {
+    server.enqueue(FakeResponse::event_stream(std::move(pieces)));
+    ProviderSettings settings = test_settings(server.url(""), "claude-test");
+    settings.http.call_timeout = milliseconds(1000);
+    auto anthropic = provider(std::move(settings));
+    const Outcome outcome = run_complete(io, *anthropic, user_request("hi"));
+    const auto error = outcome.provider_error();
+    ASSERT_TRUE(error);
+    EXPECT_THAT(error->what(), HasSubstr("did not finish its reply within 1 s"));
+    EXPECT_LT(outcome.elapsed, std::chrono::seconds(3));
+    EXPECT_EQ(server.requests().size(), 1u) << "a trickling stream is not asked again";
+  }
+};
+
+TEST_F(TricklingStreamTest, CommentsOnlyEndAtTheCallsDeadline) {
+  std::vector<BodyPiece> pieces = {{std::string(kMessageStart)}};
+  for (int index = 0; index < 40; ++index) pieces.push_back({": keep-alive\n", milliseconds(100)});
+  expect_given_up(std::move(pieces));
+}
+
+TEST_F(TricklingStreamTest, ADataLineThatNeverEndsEndsAtTheCallsDeadline) {
+  std::vector<BodyPiece> pieces = {{std::string(kMessageStart)}, {"data: {\"type\": \"ping"}};
+  for (int index = 0; index < 40; ++index) pieces.push_back({"x", milliseconds(100)});
+  expect_given_up(std::move(pieces));
+}
+
 TEST_F(AnthropicProviderTest, AStopInTheMiddleOfTheStreamEndsItAtOnce) {
   FakeResponse stalled = FakeResponse::event_stream({{std::string(kMessageStart)}, {std::string(kText)}});
   stalled.stall = true;
