@@ -167,14 +167,17 @@ void run_sandbox_child(const ChildContext& context) {
   if (context.bring_up_loopback && bring_up_loopback() != 0) {
     fail_child(failure_fd, errno, "bring up the loopback interface", "lo");
   }
+  if (::setsid() < 0) fail_child(failure_fd, errno, "start a new session", "");
+  // The descriptors move before the limits apply: moving one aside takes a number above all
+  // of deskd's descriptors, which a busy deskd (hundreds of desks, a thousand clients) holds
+  // past the desk's RLIMIT_NOFILE. Once installed, the sandbox holds only a few low numbers.
+  const InstalledDescriptors installed = install_descriptors(context, failure_fd);
+  failure_fd = installed.failure;
   for (const ResourceLimit& limit : context.limits) {
     if (::syscall(SYS_prlimit64, 0, limit.resource, &limit.value, nullptr) != 0) {
       fail_child(failure_fd, errno, "set a resource limit", "");
     }
   }
-  if (::setsid() < 0) fail_child(failure_fd, errno, "start a new session", "");
-  const InstalledDescriptors installed = install_descriptors(context, failure_fd);
-  failure_fd = installed.failure;
   if (drop_privileges(context.identity, context.last_capability, &failed_step) != 0) {
     fail_child(failure_fd, errno, failed_step, "");
   }

@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include <cstdio>
+
 #include "runner/control/control_ops.h"
 #include "runner/control/control_service.h"
 
@@ -49,7 +51,8 @@ Connection::Connection(stream_protocol::socket socket, std::shared_ptr<Connectio
     : socket_(std::move(socket)),
       context_(std::move(context)),
       writable_(socket_.get_executor(), asio::steady_timer::time_point::max()),
-      flush_deadline_(socket_.get_executor()) {}
+      flush_deadline_(socket_.get_executor()),
+      request_deadline_(socket_.get_executor()) {}
 
 void Connection::send(std::string line) {
   if (closed_ || finishing_) return;
@@ -160,6 +163,34 @@ void Connection::arm_flush_deadline() {
   });
 }
 
+// A connection that holds a place without using it (it sends nothing, or a line that never
+// ends) would keep others out for as long as it likes; one that follows events or waits for
+// an answer is using its place, and is looked at again a deadline later.
+void Connection::arm_request_deadline() {
+  request_deadline_.expires_after(context_->request_deadline);
+  request_deadline_.async_wait([weak = weak_from_this()](const boost::system::error_code& error) {
+    if (error) return;  // restarted or cancelled
+    auto self = weak.lock();
+    if (!self || self->closed_ || self->finishing_) return;
+    if (!self->follows_.empty() || self->answers_pending_ > 0) {
+      self->arm_request_deadline();
+      return;
+    }
+    self->close_idle();
+  });
+}
+
+void Connection::close_idle() {
+  char deadline[32];
+  std::snprintf(deadline, sizeof deadline, "%g", static_cast<double>(context_->request_deadline.count()) / 1000.0);
+  context_->log.warn("idle client", "closed a control connection (" + sender_ + ") that sent no complete request within " +
+                                        std::string(deadline) + " seconds");
+  send(reply_error(nullptr, code::kIdle,
+                   "You sent no complete request within " + std::string(deadline) +
+                       " seconds; deskd closes connections that hold a place without using it."));
+  finish_then_close();
+}
+
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
@@ -170,6 +201,7 @@ void Connection::close() {
   drop_queue();
   writable_.cancel();
   flush_deadline_.cancel();
+  request_deadline_.cancel();
 }
 
 // Answers one request line.
@@ -205,10 +237,13 @@ void Connection::handle(std::string_view line) {
     case OpAnswer::later:
       // A send is answered once its trigger is journaled and flushed, a reload once it is
       // done however long its desks' turns take to end; other requests go on meanwhile.
+      ++answers_pending_;
       operation.answer_later(service, request, sender_,
                              [weak = weak_from_this(), id = request.id](Result<json::object> answered) {
                                auto self = weak.lock();
-                               if (!self || self->closed_) return;
+                               if (!self) return;
+                               --self->answers_pending_;
+                               if (self->closed_) return;
                                if (answered.ok()) {
                                  self->send(reply_ok(id, std::move(answered).value()));
                                } else {
@@ -236,6 +271,7 @@ asio::awaitable<void> Connection::serve(std::shared_ptr<Connection> self) {
   std::size_t start = 0;    // where the unanswered part of `buffer` begins
   std::size_t scanned = 0;  // how far it is known to hold no newline
   int answered_this_turn = 0;
+  self->arm_request_deadline();
   while (!self->closed_ && !self->finishing_) {
     const std::size_t newline = buffer.find('\n', scanned);
     // A long line whose end arrived in the same read as its limit is still too long.
@@ -253,6 +289,7 @@ asio::awaitable<void> Connection::serve(std::shared_ptr<Connection> self) {
           // A service bug must cost one reply, never the daemon.
           self->send(reply_error(nullptr, code::kInternal, std::string("deskd failed to answer: ") + error.what()));
         }
+        self->arm_request_deadline();  // a complete request: the wait for the next starts now
         if (++answered_this_turn >= kRequestsPerTurn) {
           answered_this_turn = 0;
           co_await asio::post(self->socket_.get_executor(), asio::use_awaitable);

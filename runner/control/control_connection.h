@@ -36,11 +36,18 @@ inline constexpr std::size_t kReplayPageBytes = std::size_t{256} << 10;
 /// What every connection of one server shares.
 struct ConnectionContext {
   ConnectionContext(boost::asio::any_io_executor executor, ControlService& service_, std::size_t client_buffer_bytes_,
-                    std::function<void(const std::string&)> warn)
-      : service(service_), client_buffer_bytes(client_buffer_bytes_), log(executor, std::move(warn)), releaser(executor) {}
+                    std::function<void(const std::string&)> warn, std::chrono::milliseconds request_deadline_)
+      : service(service_),
+        client_buffer_bytes(client_buffer_bytes_),
+        request_deadline(request_deadline_),
+        log(executor, std::move(warn)),
+        releaser(executor) {}
 
   ControlService& service;
   std::size_t client_buffer_bytes;  ///< the cap on one connection's queued output
+  /// How long a connection may go without a complete request while it follows nothing and
+  /// waits for no answer; then it is closed.
+  std::chrono::milliseconds request_deadline;
   RateLimitedLog log;
   MemoryReleaser releaser;
   bool stopping = false;            ///< deskd is shutting down: requests get a "stopping" error
@@ -83,6 +90,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static boost::asio::awaitable<void> drain(std::shared_ptr<Connection> self);
   boost::asio::awaitable<void> wait_writable();
   void arm_flush_deadline();
+  void arm_request_deadline();
+  void close_idle();
   void too_slow();
   void drop_queue();
   void end_follows();
@@ -101,6 +110,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<ConnectionContext> context_;
   boost::asio::steady_timer writable_;        // cancelled whenever the queue shrinks
   boost::asio::steady_timer flush_deadline_;  // a closing connection's last chance to write
+  boost::asio::steady_timer request_deadline_;  // restarted at each complete request line
   std::string sender_;
   std::deque<std::string> outgoing_;
   std::size_t pending_bytes_ = 0;  // bytes in outgoing_
@@ -108,6 +118,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool writing_ = false;
   bool closed_ = false;
   bool finishing_ = false;  // writing what is queued, then closing
+  std::size_t answers_pending_ = 0;  // requests answered later (a send, a reload) still unanswered
   std::map<std::string, Follow> follows_;  // by serialized request id
 };
 

@@ -51,7 +51,8 @@ inline constexpr std::string_view kNotAllowed = "not_allowed";
 inline constexpr std::string_view kTooLong = "too_long";    ///< a line past kMaximumRequestBytes; the connection closes
 inline constexpr std::string_view kTooLarge = "too_large";  ///< a send's text past kMaximumSendTextBytes
 inline constexpr std::string_view kTooSlow = "too_slow";    ///< the client let its unread replies pass its cap; it is dropped
-inline constexpr std::string_view kTooManyClients = "too_many_clients";  ///< past [runner] max_clients
+inline constexpr std::string_view kTooManyClients = "too_many_clients";  ///< past [runner] max_clients or the per-uid cap
+inline constexpr std::string_view kIdle = "idle";  ///< no complete request within the deadline; the connection closes
 inline constexpr std::string_view kStopping = "stopping";  ///< deskd is shutting down
 inline constexpr std::string_view kInternal = "internal";
 }  // namespace code

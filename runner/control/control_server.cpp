@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstdio>
 #include <list>
 
@@ -36,26 +37,63 @@ bool out_of_resources(const boost::system::error_code& error) {
 
 }  // namespace
 
+std::size_t max_clients_per_uid(std::size_t max_clients) { return std::max<std::size_t>(max_clients / 4, 4); }
+
 struct ControlServer::State {
   State(asio::any_io_executor executor, ControlServerSettings settings_, ControlService& service)
       : acceptor(executor),
         backoff(executor),
         settings(std::move(settings_)),
-        context(std::make_shared<ConnectionContext>(executor, service, settings.client_buffer_bytes, settings.warn)) {}
+        context(std::make_shared<ConnectionContext>(executor, service, settings.client_buffer_bytes, settings.warn,
+                                                    settings.request_deadline)) {}
   stream_protocol::acceptor acceptor;
   asio::steady_timer backoff;
   ControlServerSettings settings;
   std::shared_ptr<ConnectionContext> context;
-  std::list<std::weak_ptr<Connection>> connections;
+  struct Served {
+    std::weak_ptr<Connection> connection;
+    uid_t uid;
+  };
+  std::list<Served> connections;
   bool closed = false;
   bool socket_created = false;
 
   std::size_t live_connections() {
-    connections.remove_if([](const std::weak_ptr<Connection>& weak) {
-      const auto connection = weak.lock();
+    connections.remove_if([](const Served& served) {
+      const auto connection = served.connection.lock();
       return !connection || connection->closed();
     });
     return connections.size();
+  }
+
+  std::size_t connections_of(uid_t uid) {
+    live_connections();
+    return static_cast<std::size_t>(
+        std::count_if(connections.begin(), connections.end(), [uid](const Served& served) { return served.uid == uid; }));
+  }
+
+  // Why `peer` gets no place now ("" when it gets one): past max_clients (root and deskd's
+  // own uid: past the slots kept for them too), or past its uid's share.
+  std::string refusal_for(const PeerCredentials& peer, const std::string& who) {
+    const std::size_t live = live_connections();
+    const std::size_t limit = settings.max_clients;
+    if (settings.policy.is_privileged(peer)) {
+      if (live < limit + kReservedPrivilegedClients) return "";
+      return "deskd already serves " + std::to_string(live) + " clients: its limit of " + std::to_string(limit) +
+             " ([runner] max_clients) and the " + std::to_string(kReservedPrivilegedClients) +
+             " places kept for root and deskd's own user are taken; try again once one has gone.";
+    }
+    // A user past its own share hears that first: waiting for others would not help it.
+    const std::size_t share = max_clients_per_uid(limit);
+    if (connections_of(peer.uid) >= share) {
+      return who + " already has " + std::to_string(share) + " connections to deskd, the most one user may hold (a "
+             "quarter of [runner] max_clients); close one first.";
+    }
+    if (live >= limit) {
+      return "deskd already serves " + std::to_string(live) + " clients, its limit ([runner] max_clients); try again "
+             "once one has gone.";
+    }
+    return "";
   }
 
   // Answers a connection that will not be served with one error line, then closes it.
@@ -166,17 +204,14 @@ asio::awaitable<void> ControlServer::run() {
       state->turn_away(connection, code::kNotAllowed, who + " is not allowed to use this deskd.");
       continue;
     }
-    connection->set_sender(PeerPolicy::describe(*peer));
-    if (state->live_connections() >= state->settings.max_clients) {
-      context.log.warn("too many clients", "refused a control connection from " + PeerPolicy::describe(*peer) + ": " +
-                                               std::to_string(state->settings.max_clients) +
-                                               " clients are connected, the limit ([runner] max_clients)");
-      state->turn_away(connection, code::kTooManyClients,
-                       "deskd already serves " + std::to_string(state->settings.max_clients) +
-                           " clients, its limit ([runner] max_clients); try again once one has gone.");
+    const std::string who = PeerPolicy::describe(*peer);
+    connection->set_sender(who);
+    if (const std::string refusal = state->refusal_for(*peer, who); !refusal.empty()) {
+      context.log.warn("too many clients", "refused a control connection from " + who + ": " + refusal);
+      state->turn_away(connection, code::kTooManyClients, refusal);
       continue;
     }
-    state->connections.push_back(connection);
+    state->connections.push_back({connection, peer->uid});
     asio::co_spawn(state->acceptor.get_executor(), Connection::serve(connection),
                    [context = state->context](std::exception_ptr escaped) { report_escape(escaped, *context); });
   }
@@ -187,8 +222,8 @@ void ControlServer::begin_stopping(std::string message) {
   if (context.stopping) return;
   context.stopping = true;
   context.stopping_message = std::move(message);
-  for (auto& weak : state_->connections) {
-    if (auto connection = weak.lock()) connection->tell_follows_stopping(context.stopping_message);
+  for (auto& served : state_->connections) {
+    if (auto connection = served.connection.lock()) connection->tell_follows_stopping(context.stopping_message);
   }
 }
 
@@ -200,8 +235,8 @@ asio::awaitable<void> ControlServer::stop(std::chrono::milliseconds flush_timeou
   state->acceptor.close(ignored);
   state->backoff.cancel();
   const std::string message = "deskd stopped; this follow ends.";
-  for (auto& weak : state->connections) {
-    if (auto connection = weak.lock()) connection->end_for_stop(message);
+  for (auto& served : state->connections) {
+    if (auto connection = served.connection.lock()) connection->end_for_stop(message);
   }
   asio::steady_timer wait(state->acceptor.get_executor());
   const auto give_up = std::chrono::steady_clock::now() + flush_timeout;
@@ -217,8 +252,8 @@ void ControlServer::close() {
   boost::system::error_code ignored;
   state_->acceptor.close(ignored);
   state_->backoff.cancel();
-  for (auto& weak : state_->connections) {
-    if (auto connection = weak.lock()) connection->close();
+  for (auto& served : state_->connections) {
+    if (auto connection = served.connection.lock()) connection->close();
   }
   state_->connections.clear();
   state_->context->log.flush();

@@ -6,8 +6,14 @@
 // through its own queue, capped at `client_buffer_bytes`, so a slow or stuck client only
 // ever delays itself: its event streams drop their oldest events (and say how many), and a
 // client that lets its replies pile up past the cap is told it is too slow and dropped.
-// At most `max_clients` connections are served at once; when deskd runs out of
-// descriptors the accept loop waits instead of spinning. Repeated warnings are rate-limited.
+// At most `max_clients` connections are served at once, and at most a quarter of them
+// (max_clients_per_uid) for one uid, so that no allowed user can lock the others out;
+// root and deskd's own uid are not capped per uid and always find one of
+// kReservedPrivilegedClients slots kept beyond max_clients. A connection that sends no
+// complete request within `request_deadline` (and follows nothing, and waits for no answer)
+// is told so and closed: connections that never speak hold no place for long. When deskd
+// runs out of descriptors the accept loop waits instead of spinning. Repeated warnings are
+// rate-limited.
 
 #include <sys/types.h>
 
@@ -33,6 +39,13 @@ class ControlService;
 inline constexpr std::size_t kDefaultClientBufferBytes = std::size_t{8} << 20;
 /// How many connections are served at once, by default.
 inline constexpr std::size_t kDefaultMaximumClients = 256;
+/// Slots beyond max_clients that only root and deskd's own uid may take.
+inline constexpr std::size_t kReservedPrivilegedClients = 4;
+/// How long a connection may take to send a complete request line, by default.
+inline constexpr std::chrono::milliseconds kDefaultRequestDeadline{10000};
+/// How many connections one uid other than root and deskd's own may hold: a quarter of
+/// `max_clients`, and at least 4.
+std::size_t max_clients_per_uid(std::size_t max_clients);
 /// How long the accept loop waits when deskd is out of descriptors (EMFILE, ENFILE).
 inline constexpr std::chrono::milliseconds kAcceptBackoff{100};
 
@@ -45,6 +58,8 @@ struct ControlServerSettings {
   std::function<void(const std::string&)> warn;
   std::size_t client_buffer_bytes = kDefaultClientBufferBytes;
   std::size_t max_clients = kDefaultMaximumClients;
+  /// A connection idle this long (no complete request, no follow, no answer pending) closes.
+  std::chrono::milliseconds request_deadline = kDefaultRequestDeadline;
 };
 
 class ControlServer {

@@ -57,6 +57,8 @@ bool PeerPolicy::allows(const PeerCredentials& peer) const {
   return false;
 }
 
+bool PeerPolicy::is_privileged(const PeerCredentials& peer) const { return peer.uid == own_uid_ || peer.uid == 0; }
+
 std::string PeerPolicy::describe(const PeerCredentials& peer) {
   std::string text = "uid " + std::to_string(peer.uid);
   std::vector<char> buffer(16384);

@@ -33,6 +33,10 @@ class PeerPolicy {
   /// Whether `peer` may use the socket.
   bool allows(const PeerCredentials& peer) const;
 
+  /// Whether `peer` is root or deskd's own uid: the operator, who always finds a place
+  /// (the slots kept beyond max_clients) and is not held to the per-uid cap.
+  bool is_privileged(const PeerCredentials& peer) const;
+
   /// "uid 1000 (asha)" — for the sender of a message and for refusals.
   static std::string describe(const PeerCredentials& peer);
 

@@ -248,7 +248,12 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
 
       results = json::array{};
       const ToolRoundWatch watch = told_to(context, response.tool_calls, results, settings_.maximum_tool_result_bytes);
-      (void)co_await run_tool_round(registry_, response.tool_calls, watch);
+      const std::vector<tools::ToolResult> round_results = co_await run_tool_round(registry_, response.tool_calls, watch);
+      // A desk that cannot run its tools (its terminal did not start) fails the turn
+      // rather than let the model go on blind; the results still answer the calls.
+      for (const tools::ToolResult& result : round_results) {
+        if (!result.ends_turn.empty()) throw std::runtime_error(result.ends_turn);
+      }
       // Steering rides with the tool results: the model reads it before its next move.
       for (const desk::Trigger& steering : context.take_steering()) {
         const std::string who = steering.sender.empty() ? "the user" : steering.sender;

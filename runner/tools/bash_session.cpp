@@ -200,13 +200,13 @@ awaitable<CommandOutcome> BashSession::State::finish_after_death() {
   if (!text.empty() && text.back() != '\n') text += '\n';
   text += "The terminal ended with this command, so the next command starts a fresh one; the folder and "
           "variables are reset.";
-  co_return CommandOutcome{std::move(text), status, collector.truncated()};
+  co_return CommandOutcome{std::move(text), status, collector.truncated(), {}};
 }
 
 awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& command) {
-  if (closed) co_return CommandOutcome{"The terminal is closed: the desk has stopped.", std::nullopt, false};
+  if (closed) co_return CommandOutcome{"The terminal is closed: the desk has stopped.", std::nullopt, false, {}};
   if (command.find('\0') != std::string::npos) {
-    co_return CommandOutcome{"The command contains a NUL byte, which bash cannot take.", std::nullopt, false};
+    co_return CommandOutcome{"The command contains a NUL byte, which bash cannot take.", std::nullopt, false, {}};
   }
   collector.reset();
   // 64 random bits name the command's report, as kBashLoopIdCharacters hex digits that the
@@ -219,8 +219,9 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
       auto started = co_await start();
       last_start_failed = !started.ok();
       if (!started.ok()) {
-        if (closed) co_return CommandOutcome{"The terminal is closed: the desk has stopped.", std::nullopt, false};
-        co_return CommandOutcome{"The terminal could not start: " + started.error().what, std::nullopt, false};
+        if (closed) co_return CommandOutcome{"The terminal is closed: the desk has stopped.", std::nullopt, false, {}};
+        co_return CommandOutcome{"The terminal could not start: " + started.error().what, std::nullopt, false,
+                                 started.error().what};
       }
     }
     auto [error, written] = co_await asio::async_write(*input, asio::buffer(frame), kAwait);
@@ -229,7 +230,7 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
     if (attempt == 1 || closed) {
       co_return CommandOutcome{closed ? "The terminal is closed: the desk has stopped."
                                       : "The terminal could not take the command: " + error.message() + ".",
-                               std::nullopt, false};
+                               std::nullopt, false, {}};
     }
   }
 
@@ -242,9 +243,9 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
     if (report == Report::finished) {
       drain_output();  // everything the command wrote is in the pipe before its report
       collector.finish();
-      co_return CommandOutcome{collector.text(), status, collector.truncated()};
+      co_return CommandOutcome{collector.text(), status, collector.truncated(), {}};
     }
-    if (closed) co_return CommandOutcome{"The terminal is closed: the desk has stopped.", std::nullopt, false};
+    if (closed) co_return CommandOutcome{"The terminal is closed: the desk has stopped.", std::nullopt, false, {}};
     if (report == Report::ended) co_return co_await finish_after_death();
 
     // Readiness waits only: a cancelled wait never loses data, unlike a cancelled read.
@@ -262,14 +263,14 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
                          "bash_background for long commands.";
       const std::string printed = collector.text();
       if (!printed.empty()) text += "\n" + printed;
-      co_return CommandOutcome{std::move(text), std::nullopt, collector.truncated()};
+      co_return CommandOutcome{std::move(text), std::nullopt, collector.truncated(), {}};
     }
     if (woken.index() == 3 && !std::get<0>(std::get<3>(woken))) {
       // The init ended (bash died, or the sandbox was killed from outside).
       drain_output();
       if (read_reports(id, status) == Report::finished) {
         collector.finish();
-        co_return CommandOutcome{collector.text(), status, collector.truncated()};
+        co_return CommandOutcome{collector.text(), status, collector.truncated(), {}};
       }
       co_return co_await finish_after_death();
     }
@@ -311,11 +312,11 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
     if (error.code() == asio::error::operation_aborted) {
       cancelled = std::current_exception();
     } else {
-      outcome = CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false};
+      outcome = CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false, {}};
     }
   } catch (const std::exception& error) {
     state->stop();
-    outcome = CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false};
+    outcome = CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false, {}};
   }
   state->unlock();
   if (cancelled) std::rethrow_exception(cancelled);  // a /stop: the next turn prepares its own
@@ -332,7 +333,7 @@ awaitable<BackgroundStart> BashSession::run_in_background(std::string command) {
 }
 
 awaitable<CommandOutcome> BashSession::check_background(std::string job_id) {
-  if (!is_job_id(job_id)) co_return CommandOutcome{"no such job: " + job_id, 0, false};
+  if (!is_job_id(job_id)) co_return CommandOutcome{"no such job: " + job_id, 0, false, {}};
   const std::string folder = shell_quote((state_->spec.confinement.desk_directory() / "scratch" / "background-jobs").native());
   co_return co_await run("if [ ! -f " + folder + "/" + job_id + ".pid ]; then echo \"no such job: " + job_id +
                          "\"; else\n  if kill -0 \"$(cat " + folder + "/" + job_id +

@@ -25,6 +25,9 @@ struct CommandOutcome {
   std::string output;              ///< stdout and stderr together, cut to the maximum length
   std::optional<int> exit_status;  ///< empty when it was stopped for running too long
   bool truncated = false;          ///< output was left out because it was too long
+  /// Why the terminal's sandbox could not start (the step that failed, and why); empty when
+  /// it started. No command can run then: the desk is broken, not the command.
+  std::string start_failure;
 };
 
 /// A background job just started: its id for check_background, and how starting it went.

@@ -127,7 +127,7 @@ class CheckBackgroundTool final : public SessionTool {
     CommandOutcome outcome = co_await session().check_background(std::move(*job_id));
     // The status is that of the check, not of the job: the model is not shown it.
     const bool failed = !outcome.exit_status.has_value() || outcome.output.starts_with("no such job: ");
-    co_return ToolResult{std::move(outcome.output), failed, std::nullopt, outcome.truncated};
+    co_return ToolResult{std::move(outcome.output), failed, std::nullopt, outcome.truncated, turn_ending(outcome)};
   }
 };
 
@@ -164,7 +164,14 @@ ToolResult bash_result(CommandOutcome outcome) {
   if (!text.empty() && text.back() != '\n') text += '\n';
   text += outcome.exit_status ? "[exit status " + std::to_string(*outcome.exit_status) + "]"
                               : std::string("[no exit status]");
-  return ToolResult{std::move(text), !outcome.exit_status.has_value(), outcome.exit_status, outcome.truncated};
+  ToolResult result{std::move(text), !outcome.exit_status.has_value(), outcome.exit_status, outcome.truncated,
+                    turn_ending(outcome)};
+  return result;
+}
+
+std::string turn_ending(const CommandOutcome& outcome) {
+  if (outcome.start_failure.empty()) return "";
+  return "The desk's terminal could not start, so the turn cannot go on: " + outcome.start_failure;
 }
 
 void add_bash_tools(ToolRegistry& registry, std::shared_ptr<BashSession> session) {

@@ -18,9 +18,12 @@ struct ToolResult {
   bool is_error = false;           ///< The call failed or was refused; `text` says why.
   std::optional<int> exit_status;  ///< For bash: the command's status, empty when it had none.
   bool truncated = false;          ///< Output was left out because it was too long.
+  /// Set when the turn cannot go on (the desk's terminal could not start): the sentence the
+  /// turn fails with. The result still answers its call in the session.
+  std::string ends_turn;
 
-  static ToolResult success(std::string text) { return ToolResult{std::move(text), false, std::nullopt, false}; }
-  static ToolResult failure(std::string text) { return ToolResult{std::move(text), true, std::nullopt, false}; }
+  static ToolResult success(std::string text) { return ToolResult{std::move(text), false, std::nullopt, false, {}}; }
+  static ToolResult failure(std::string text) { return ToolResult{std::move(text), true, std::nullopt, false, {}}; }
 };
 
 /// What calling a tool does to the world, for clients that decide by it whether to ask the

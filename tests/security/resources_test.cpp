@@ -99,6 +99,19 @@ TEST_P(ResourcesTest, OpenFilesLimitReachesTheCommand) {
   EXPECT_EQ(run.out, "32\n") << run.describe();
 }
 
+// A busy deskd (hundreds of desks, a thousand clients) holds descriptors numbered past a
+// desk's open-files limit; its sandboxes still start, and the command gets the desk's limit
+// and none of deskd's descriptors.
+TEST_P(ResourcesTest, ASandboxStartsFromADaemonHoldingMoreDescriptorsThanTheDesksLimit) {
+  LaunchOptions options;
+  options.crowd_descriptors = 1200;
+  const SandboxRun run = sandbox({"/bin/bash", "-c", "ulimit -n; ls /proc/self/fd | wc -l"}, {"--open-files", "1024"},
+                                 options);
+  EXPECT_EQ(run.exit_status, 0) << run.describe();
+  // 0, 1, 2 and the one ls opens to list them.
+  EXPECT_EQ(run.out, "1024\n4\n") << run.describe();
+}
+
 TEST_P(ResourcesTest, CoreDumpsAreOff) {
   const SandboxRun run = sandbox({"/bin/bash", "-c", "ulimit -c"});
   EXPECT_EQ(run.out, "0\n") << run.describe();

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -123,6 +124,25 @@ void open_extra_fds() {
     child_exit("dup2 extra fds");
 }
 
+// Fills the descriptor numbers from 3 up with `count` copies of /dev/null, after raising
+// the soft RLIMIT_NOFILE to fit them (and deskd's own descriptors beyond).
+void crowd_descriptors(int count) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) child_exit("getrlimit(RLIMIT_NOFILE)");
+  const rlim_t wanted = static_cast<rlim_t>(count) + 256;
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < wanted) {
+    errno = EMFILE;
+    child_exit("the hard RLIMIT_NOFILE is too low for the crowd of descriptors");
+  }
+  limit.rlim_cur = wanted;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) child_exit("raise RLIMIT_NOFILE");
+  const int null = ::open("/dev/null", O_RDONLY);
+  if (null < 0) child_exit("open /dev/null");
+  for (int index = 1; index < count; ++index) {
+    if (::fcntl(null, F_DUPFD, 3) < 0) child_exit("crowd the descriptors");
+  }
+}
+
 // The test process is root: without setgroups the daemon would keep root's groups.
 void set_supplementary_groups(const std::vector<gid_t>& groups) {
   if (::setgroups(groups.size(), groups.data()) != 0) child_exit("setgroups");
@@ -224,6 +244,7 @@ SandboxRun run_deskd(Daemon daemon, const std::vector<std::string>& arguments,
         ::dup2(err_pipe[1], 2) < 0)
       child_exit("redirect stdio");
     if (options.open_extra_fds) open_extra_fds();
+    if (options.crowd_descriptors > 0) crowd_descriptors(options.crowd_descriptors);
     if (::chdir(options.working_directory.c_str()) != 0) child_exit("chdir");
     set_supplementary_groups(options.supplementary_groups);
     if (daemon == Daemon::unprivileged) drop_to_unprivileged_uid();

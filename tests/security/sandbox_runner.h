@@ -50,6 +50,10 @@ struct LaunchOptions {
   std::vector<std::string> environment;
   /// Open a few fds without O_CLOEXEC in the launching process before exec'ing deskd.
   bool open_extra_fds = false;
+  /// deskd starts holding this many more descriptors (copies of /dev/null, not
+  /// close-on-exec, numbered from 3 up), its RLIMIT_NOFILE soft limit raised to fit: a busy
+  /// daemon whose descriptors reach past a desk's open-files limit.
+  int crowd_descriptors = 0;
   /// deskd's working folder.
   std::string working_directory = "/";
   /// The file deskd reads as its standard input (opened by the test, before any uid change).

@@ -176,14 +176,24 @@ TEST_F(DeskToolsTest, ClosingTheRegistryClosesTheTerminal) {
 }
 
 TEST(BashResultTest, WordsEveryOutcome) {
-  EXPECT_EQ(bash_result({"out\n", 0, false}).text, "out\n[exit status 0]");
-  EXPECT_EQ(bash_result({"", 127, false}).text, "[exit status 127]");
-  const ToolResult stopped = bash_result({"The terminal is closed: the desk has stopped.", std::nullopt, false});
+  EXPECT_EQ(bash_result({"out\n", 0, false, {}}).text, "out\n[exit status 0]");
+  EXPECT_EQ(bash_result({"", 127, false, {}}).text, "[exit status 127]");
+  const ToolResult stopped = bash_result({"The terminal is closed: the desk has stopped.", std::nullopt, false, {}});
   EXPECT_EQ(stopped.text, "The terminal is closed: the desk has stopped.\n[no exit status]");
   EXPECT_TRUE(stopped.is_error);
-  const ToolResult cut = bash_result({"a\n[... 9 characters left out ...]\nb", 1, true});
+  EXPECT_EQ(stopped.ends_turn, "");
+  const ToolResult cut = bash_result({"a\n[... 9 characters left out ...]\nb", 1, true, {}});
   EXPECT_TRUE(cut.truncated);
   EXPECT_FALSE(cut.is_error);
+}
+
+// A terminal that could not start is the desk's failure, not the command's: it ends the
+// turn, naming the step.
+TEST(BashResultTest, ATerminalThatDidNotStartEndsTheTurn) {
+  const std::string why = "The sandbox could not be set up: enter the desk folder failed: No such file or directory";
+  const ToolResult failed = bash_result({"The terminal could not start: " + why, std::nullopt, false, why});
+  EXPECT_TRUE(failed.is_error);
+  EXPECT_EQ(failed.ends_turn, "The desk's terminal could not start, so the turn cannot go on: " + why);
 }
 
 }  // namespace

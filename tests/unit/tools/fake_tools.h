@@ -39,7 +39,7 @@ class EchoTool : public Tool {
     ++log_->calls;
     const auto* text = input.if_contains("text");
     if (text == nullptr || !text->is_string()) co_return ToolResult::failure("echo needs a string 'text'.");
-    co_return ToolResult{std::string(text->as_string()), false, 0, false};
+    co_return ToolResult{std::string(text->as_string()), false, 0, false, {}};
   }
   void prepare() override { ++log_->prepares; }
   boost::asio::awaitable<void> close() override {
@@ -99,7 +99,7 @@ class BrokenSchemaTool : public Tool {
   std::string_view description() const override { return "Has a schema that is not JSON."; }
   std::string_view input_schema() const override { return "{not json"; }
   boost::asio::awaitable<ToolResult> call(const boost::json::object&) override {
-    co_return ToolResult{"bytes \xff\xfe here", false, std::nullopt, true};
+    co_return ToolResult{"bytes \xff\xfe here", false, std::nullopt, true, {}};
   }
 };
 
