@@ -209,8 +209,8 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
                               egress::describe_network(sandbox_settings)};
   desk->runtime = std::make_unique<desk::DeskRuntime>(executor, settings, bus, runner, clock, parts);
 
-  desk::SchedulerSettings schedule_settings{desk_config.name, state / "schedules.json", desk_config.catch_up_window,
-                                            desk->market_status.get()};
+  desk::SchedulerSettings schedule_settings{desk_config.name, state / "schedules.json", state / "journal.jsonl",
+                                            desk_config.catch_up_window, desk->market_status.get()};
   desk::DeskRuntime* runtime = desk->runtime.get();
   desk->scheduler = std::make_unique<desk::Scheduler>(
       executor, desk_config.schedules, schedule_settings,

@@ -36,6 +36,9 @@ struct DeskCore : std::enable_shared_from_this<DeskCore> {
 
   DeskState state = DeskState::stopped;
   bool paused = false;
+  // A /pause or /resume sent to this run of the desk was handled: it is newer than any the
+  // journal holds, so recovery leaves `paused` as it set it.
+  bool pause_set_since_start = false;
   bool draining = false;  // start no further trigger: deskd is stopping
   std::deque<Trigger> queue;
   std::atomic<std::size_t> queued{0};
@@ -57,6 +60,11 @@ struct DeskCore : std::enable_shared_from_this<DeskCore> {
   /// Publishes and journals an event (a refused line is reported: JOURNAL_WRITE_FAILED).
   Event publish(const std::string& kind, boost::json::object data = {});
   void journal_refused(const Event& event, const Error& error);
+  /// Publishes and journals an event as publish() does, and calls `then` on the executor
+  /// once its line is on disk, or with why it is not (at once without a journal): for what
+  /// must hold across a crash before the desk says it was done (/pause, /resume).
+  using Flushed = std::function<void(DeskCore&, Result<void>)>;
+  void publish_flushed(const std::string& kind, boost::json::object data, Flushed then);
   void enqueue(Trigger trigger, bool at_front = false);
   void finish(const Trigger& trigger);
   void accept(Trigger trigger);

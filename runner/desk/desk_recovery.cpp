@@ -1,7 +1,7 @@
 // A desk's start after a stop or a crash: what its journal holds of the triggers an earlier
 // deskd accepted and never finished, and of the lines it could not read — each told as an
-// event (TRIGGER_REDELIVERED, TRIGGER_FINISHED with "recovered", JOURNAL_DAMAGED) — and the
-// journal kept small (JOURNAL_COMPACTED).
+// event (TRIGGER_REDELIVERED, TRIGGER_FINISHED with "recovered", JOURNAL_DAMAGED) — whether
+// it was left paused (DESK_PAUSED), and the journal kept small (JOURNAL_COMPACTED).
 
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
@@ -94,6 +94,10 @@ awaitable<void> DeskCore::recover_journal() {
   if (recovery.compaction_error) {
     publish(event_kind::kJournalWriteFailed, {{"compaction", true}, {"error", recovery.compaction_error->what}});
   }
+
+  // Paused as the last /pause or /resume before the restart left it, unless one sent since
+  // (handled while the journal was read) already decided.
+  if (recovery.pause_switch && !pause_set_since_start) paused = recovery.pause_switch->paused;
 
   // The journal's triggers go ahead of what arrived while it was read, in their order.
   std::deque<Trigger> arrived = std::exchange(queue, {});

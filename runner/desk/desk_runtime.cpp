@@ -118,6 +118,23 @@ Event DeskCore::publish(const std::string& kind, json::object data) {
   return event;
 }
 
+void DeskCore::publish_flushed(const std::string& kind, json::object data, Flushed then) {
+  Event event = bus.publish(settings.name, kind, std::move(data));
+  if (parts.journal == nullptr || journaling_of(kind) != Journaling::desk) return then(*this, success());
+  parts.journal->append_flushed(event, [self = shared_from_this(), event, then = std::move(then)](Result<void> flushed) mutable {
+    // On the journal's flusher thread: the desk's state is touched on its executor only.
+    asio::post(self->executor, [self, event = std::move(event), then = std::move(then), flushed = std::move(flushed)]() mutable {
+      if (!flushed.ok()) {
+        self->journal_refused(event, flushed.error());
+      } else {
+        self->journal_failing = false;
+        self->compact_journal_if_due();
+      }
+      then(*self, std::move(flushed));
+    });
+  });
+}
+
 void DeskCore::journal_refused(const Event& event, const Error& error) {
   // Every refused line that names a trigger is told (a lost finish line would run its
   // trigger again after a restart); of the others, the first of a run of failures.

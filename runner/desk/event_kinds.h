@@ -40,6 +40,10 @@ enum class EventLogLevel { debug, info, warn };
   KIND(kDeskStarted,            "DESK_STARTED",              desk,   info,  "{at}desk started", "") \
   KIND(kDeskStopped,            "DESK_STOPPED",              desk,   info,  "{at}desk stopped", "") \
   KIND(kDeskFailed,             "DESK_FAILED",               daemon, warn,  "{at}desk failed: {error}", "") \
+  /* /pause and /resume as handled (data: trigger): a restart starts the desk as the last one \
+     left it. Flushed to disk before the command is answered. */ \
+  KIND(kDeskPaused,             "DESK_PAUSED",               desk,   info,  "", "") \
+  KIND(kDeskResumed,            "DESK_RESUMED",              desk,   info,  "", "") \
   KIND(kTriggerAccepted,        "TRIGGER_ACCEPTED",          submit, debug, "", "") \
   KIND(kTriggerQueued,          "TRIGGER_QUEUED",            desk,   debug, "", "") \
   KIND(kTriggerFinished,        "TRIGGER_FINISHED",          desk,   debug, "", "") \

@@ -273,7 +273,8 @@ Result<Journal::Recovery> Journal::recover() {
   DESKD_RETURN_IF_ERROR(
       journal_file::read_lines(fd.get(), earlier_bytes, state.path, [&](std::string_view line) { scan.take_line(line); }));
   Recovery recovery{.open_triggers = scan.open_triggers(), .damaged = scan.damaged(),
-                    .damaged_count = scan.damaged_count(), .lines = scan.lines(), .compaction = {},
+                    .damaged_count = scan.damaged_count(), .lines = scan.lines(),
+                    .pause_switch = scan.pause_switch(), .compaction = {},
                     .compaction_error = {}};
   // Damaged lines are reported once: the rewrite leaves them out (journal.jsonl.1 keeps them).
   if ((earlier_bytes > state.limits.compact_past_bytes || scan.damaged_count() > 0) && !state.compacting.exchange(true)) {

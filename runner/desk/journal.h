@@ -8,7 +8,7 @@
 // A line the disk refuses (full, or past a size limit) is held and written before the next
 // one, so a finish line is not lost to a moment of full disk. A journal that grows past
 // its limit is compacted: rewritten with only what a restart needs (the open triggers'
-// lines and the last events), atomically, the previous one kept as journal.jsonl.1.
+// lines, the last pause switch and the last events), atomically, the previous one kept as journal.jsonl.1.
 
 #include <chrono>
 #include <cstdint>
@@ -81,6 +81,7 @@ class Journal {
     std::vector<DamagedLine> damaged;        ///< the first JournalScan::kMaximumDamagedKept
     std::size_t damaged_count = 0;
     std::size_t lines = 0;
+    std::optional<PauseSwitch> pause_switch; ///< the last /pause or /resume handled, if any
     std::optional<Compaction> compaction;    ///< when it was rewritten
     std::optional<Error> compaction_error;   ///< when a rewrite was due and failed
   };

@@ -71,6 +71,11 @@ void JournalScan::take_line(std::string_view line) {
       damaged_line("the TRIGGER_FINISHED event names no trigger", false, salvage_object(*object));
       return;
     }
+    if (kind_text == event_kind::kDeskPaused || kind_text == event_kind::kDeskResumed) {
+      pause_switch_ = PauseSwitch{.paused = kind_text == event_kind::kDeskPaused,
+                                  .event = (id.empty() ? std::string("an unnumbered") : id) + " " + kind_text};
+      if (keep_) pause_line_.emplace(line_number_, std::string(line));
+    }
     event(line, id, kind_text, trigger, &fields);
   }
   if (keep_) {
@@ -221,6 +226,7 @@ std::vector<std::string> JournalScan::kept_lines() const {
   std::map<std::size_t, const std::string*> ordered;
   for (const auto& [line, text] : trigger_lines_) ordered.emplace(line, &text);
   for (const auto& [line, text] : tail_) ordered.emplace(line, &text);
+  if (pause_line_) ordered.emplace(pause_line_->first, &pause_line_->second);
   std::vector<std::string> lines;
   lines.reserve(ordered.size());
   for (const auto& [line, text] : ordered) lines.push_back(*text);

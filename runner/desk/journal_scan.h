@@ -43,7 +43,14 @@ struct DamagedLine {
   std::string recovered; ///< what was saved of it, as a sentence; "" when nothing
 };
 
-/// What a compaction keeps: the lines of open triggers, and the last events.
+/// The last /pause or /resume the desk handled (its DESK_PAUSED or DESK_RESUMED line).
+struct PauseSwitch {
+  bool paused = false;
+  std::string event = {};  ///< e.g. "e-14 DESK_PAUSED"
+};
+
+/// What a compaction keeps: the lines of open triggers, the last pause switch, and the
+/// last events.
 struct KeptTail {
   std::size_t events = 10000;
   std::size_t bytes = 8 * 1024 * 1024;
@@ -64,6 +71,9 @@ class JournalScan {
   std::size_t damaged_count() const { return damaged_count_; }
   std::uint64_t highest_event_number() const { return highest_event_number_; }
   std::size_t lines() const { return line_number_; }
+  /// Whether the desk was left paused: its last DESK_PAUSED or DESK_RESUMED; nullopt when
+  /// the journal holds neither (a desk never paused is not).
+  const std::optional<PauseSwitch>& pause_switch() const { return pause_switch_; }
   /// The kept lines, in journal order, each without its newline; needs `keep`. Damaged
   /// lines are left out (they were reported); a trigger read from one is kept as a whole
   /// TRIGGER_ACCEPTED line.
@@ -98,6 +108,9 @@ class JournalScan {
   // For a compaction: the text of every line an open trigger may still need, and the tail.
   std::map<std::size_t, std::string> trigger_lines_;
   std::deque<std::pair<std::size_t, std::string>> tail_;
+  // The pause switch outlives any tail: a desk paused a year ago is still paused.
+  std::optional<PauseSwitch> pause_switch_;
+  std::optional<std::pair<std::size_t, std::string>> pause_line_;
   std::size_t tail_bytes_ = 0;
 };
 

@@ -91,7 +91,8 @@ ScheduleBook::ScheduleBook(std::vector<Schedule> schedules, const MarketStatus* 
       checked_until_(checked_until.value_or(TimePoint{})),
       first_start_(!checked_until.has_value()) {}
 
-std::vector<Firing> ScheduleBook::catch_up(TimePoint now, std::vector<Missed>& missed) {
+std::vector<Firing> ScheduleBook::catch_up(TimePoint now, std::vector<Missed>& missed,
+                                           const JournaledFirings& journaled) {
   std::vector<Firing> firings;
   if (first_start_) {
     // Nothing was promised before the desk first ran, so nothing counts as missed.
@@ -103,7 +104,14 @@ std::vector<Firing> ScheduleBook::catch_up(TimePoint now, std::vector<Missed>& m
   // reported, once already.
   if (now <= checked_until_) return firings;
   for (std::size_t index = 0; index < schedules_.size(); ++index) {
-    const Elapsed elapsed = elapsed_firings(schedules_[index], checked_until_, now, market_);
+    // The state file may be older than the journal: a crash between a firing's journal
+    // line and the save. What the journal holds ran (or is re-delivered from it).
+    TimePoint handled_until = checked_until_;
+    if (const auto ran = journaled.find(schedules_[index].name); ran != journaled.end()) {
+      handled_until = std::max(handled_until, ran->second);
+    }
+    if (now <= handled_until) continue;
+    const Elapsed elapsed = elapsed_firings(schedules_[index], handled_until, now, market_);
     if (elapsed.count == 0) continue;
     std::size_t missed_count = elapsed.count;
     std::optional<TimePoint> latest_missed = elapsed.latest;
@@ -136,6 +144,11 @@ std::vector<Firing> ScheduleBook::due(TimePoint now, std::vector<Missed>& missed
   }
   checked_until_ = now;
   return firings;
+}
+
+bool ScheduleBook::has_firings_since_checked(TimePoint now) const {
+  const std::optional<TimePoint> next = next_wake();
+  return next && *next <= now;
 }
 
 std::optional<TimePoint> ScheduleBook::next_wake() const {

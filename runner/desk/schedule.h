@@ -2,7 +2,8 @@
 // Schedules: triggers a desk gives itself at an India time. A schedule fires at its time,
 // never early; a market-days-only schedule skips weekends and NSE holidays. A firing missed
 // while deskd was down fires once at start when it is within the desk's catch-up window;
-// otherwise a SCHEDULE_MISSED event says so. Never a silent skip, never a burst.
+// otherwise a SCHEDULE_MISSED event says so. Never a silent skip, never a burst, and never
+// twice: a firing whose trigger the journal holds is not caught up again.
 //
 // ScheduleBook is the logic, driven by an injected clock; Scheduler is the coroutine that
 // waits for the next firing and submits the trigger to the desk.
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +63,17 @@ struct Missed {
   std::size_t count = 1;   ///< how many firings were missed in all
 };
 
+/// The latest firing of each schedule that the desk's journal holds a trigger for, by
+/// schedule name: what ran even when checked_until was not saved after it (a crash between
+/// the trigger's journal line and the state file).
+using JournaledFirings = std::map<std::string, TimePoint>;
+
+/// Reads the journal at `journal` from its end (its last few MB, where a firing that ran
+/// just before a crash is) for the schedules' triggers: each one's "due", or, on a line
+/// written before triggers carried it, when it was received (no later firing of the same
+/// schedule can fall between the two). A missing or unreadable journal holds none.
+JournaledFirings read_journaled_firings(const std::filesystem::path& journal);
+
 class ScheduleBook {
  public:
   /// `checked_until`: the moment up to which firings were already handled (from the state
@@ -72,8 +85,13 @@ class ScheduleBook {
   /// latest missed firing fires (late) when within the catch-up window, and every other
   /// missed firing is reported — appended to `missed`, one entry per schedule. Moves
   /// checked_until to `now`; on a first start nothing fires and nothing is missed. Only the
-  /// last ten years are counted.
-  std::vector<Firing> catch_up(TimePoint now, std::vector<Missed>& missed);
+  /// last ten years are counted. A firing at or before the schedule's entry in `journaled`
+  /// ran already: it neither fires again nor counts as missed.
+  std::vector<Firing> catch_up(TimePoint now, std::vector<Missed>& missed, const JournaledFirings& journaled = {});
+
+  /// Whether catch_up(now) would find any firing since checked_until (false on a first
+  /// start): only then is the journal worth reading.
+  bool has_firings_since_checked(TimePoint now) const;
 
   /// The firings due at or before `now` and after checked_until, at most one per schedule
   /// (its latest, not late, when several elapsed, e.g. while the machine was suspended: the
@@ -108,6 +126,9 @@ Result<void> save_checked_until(const std::filesystem::path& path, TimePoint tim
 struct SchedulerSettings {
   std::string desk;
   std::filesystem::path state_file;  ///< where checked_until is kept
+  /// The desk's journal, read at start for firings that ran after the last save of the
+  /// state file; empty: none is read.
+  std::filesystem::path journal_file = {};
   std::chrono::minutes catch_up_window{30};
   const MarketStatus* market = nullptr;
 };

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "runner/desk/event_bus.h"
+#include "runner/desk/journal_tail.h"
 #include "runner/desk/schedule.h"
 
 namespace deskd::desk {
@@ -31,7 +32,26 @@ std::string minutes_text(std::chrono::minutes window) {
   return std::to_string(count) + (count == 1 ? " minute" : " minutes");
 }
 
+// A firing that ran just before a crash is among the journal's last lines: only the
+// restarted desk's first events come after it.
+constexpr std::size_t kJournaledTriggersRead = 10000;
+constexpr std::uint64_t kJournalBytesRead = 4 * 1024 * 1024;
+
 }  // namespace
+
+JournaledFirings read_journaled_firings(const std::filesystem::path& journal) {
+  JournaledFirings firings;
+  const PastEvents past = read_recent_events({journal}, kJournaledTriggersRead, kJournalBytesRead,
+                                             event_kind::kTriggerAccepted);
+  for (const Event& event : past.events) {
+    const Result<Trigger> trigger = trigger_from_json(event.data);
+    if (!trigger.ok() || trigger->source != Trigger::Source::schedule) continue;
+    const TimePoint ran = trigger->due.value_or(trigger->received);
+    auto [entry, added] = firings.emplace(trigger->schedule, ran);
+    if (!added) entry->second = std::max(entry->second, ran);
+  }
+  return firings;
+}
 
 Scheduler::Scheduler(asio::any_io_executor executor, std::vector<Schedule> schedules, SchedulerSettings settings,
                      Submit submit, EventBus& bus, const Clock& clock, milliseconds recheck)
@@ -55,7 +75,8 @@ void Scheduler::submit_firings(const ScheduleBook& book, const std::vector<Firin
   for (const Firing& firing : firings) {
     const Schedule& schedule = book.schedules()[firing.schedule];
     Trigger trigger{.id = make_trigger_id(), .desk = settings_.desk, .source = Trigger::Source::schedule,
-                    .text = schedule.text, .sender = "", .schedule = schedule.name, .received = clock_.now()};
+                    .text = schedule.text, .sender = "", .schedule = schedule.name, .received = clock_.now(),
+                    .due = firing.due};
     if (auto submitted = submit_(std::move(trigger)); !submitted.ok()) {
       publish_missed(schedule, firing.due, 1, "The desk refused the trigger: " + submitted.error().what);
     }
@@ -94,7 +115,13 @@ asio::awaitable<void> Scheduler::run() {
   ScheduleBook book(schedules_, settings_.market, settings_.catch_up_window, checked_until);
 
   std::vector<Missed> missed;
-  const std::vector<Firing> late = book.catch_up(clock_.now(), missed);
+  const TimePoint now = clock_.now();
+  // Read only when something is due for catch-up: most starts have nothing to fire.
+  JournaledFirings journaled;
+  if (!settings_.journal_file.empty() && book.has_firings_since_checked(now)) {
+    journaled = read_journaled_firings(settings_.journal_file);
+  }
+  const std::vector<Firing> late = book.catch_up(now, missed, journaled);
   for (const Missed& each : missed) {
     const bool latest_ran = std::any_of(late.begin(), late.end(),
                                         [&](const Firing& firing) { return firing.schedule == each.schedule; });

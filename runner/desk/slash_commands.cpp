@@ -2,7 +2,7 @@
 // the command menu (deskctl commands) all read: /stop cancels the running turn at once;
 // /status, /usage, /help, /skills, /agents, /journal and /tools only read the desk and are
 // answered beside a turn; /btw asks the model a side question beside it; /pause and /resume
-// switch the model off and on; /queue holds a message for the next turn; /rollover and
+// switch the model off and on, durably (kept in the journal); /queue holds a message for the next turn; /rollover and
 // skills wait their turn.
 
 #include <boost/asio.hpp>
@@ -95,6 +95,30 @@ void reply_now(DeskCore& core, const Trigger& trigger, const ParsedCommand& comm
 
 void help(DeskCore& core, Trigger& trigger, const ParsedCommand& command);
 
+// /pause and /resume. The switch takes effect at once, and is journaled (DESK_PAUSED,
+// DESK_RESUMED) and flushed before it is answered: an answered /pause holds across kill -9,
+// restarts and reloads, which read the last switch back (DeskCore::recover_journal).
+void switch_pause(DeskCore& core, Trigger& trigger, const ParsedCommand& command, bool paused) {
+  if (trigger.redelivered && core.pause_set_since_start) {
+    // Re-delivered after a restart, and overtaken by a /pause or /resume sent since.
+    return reply_now(core, trigger, command,
+                     std::string("Not applied: a /pause or /resume sent after the restart came later, and the desk is ") +
+                         (core.paused ? "paused." : "not paused."));
+  }
+  if (!trigger.redelivered) core.pause_set_since_start = true;
+  core.paused = paused;
+  std::string reply = paused ? "Paused: the desk answers without asking any model until /resume."
+                             : "Resumed: the desk asks its model again.";
+  core.publish_flushed(paused ? event_kind::kDeskPaused : event_kind::kDeskResumed, {{"trigger", trigger.id}},
+                       [trigger, name = command.name, reply = std::move(reply)](DeskCore& desk, Result<void> saved) mutable {
+                         if (!saved.ok()) {
+                           reply += " It could not be saved, so a restart of deskd would forget it: " + saved.error().what;
+                         }
+                         desk.answer(trigger, name, std::move(reply));
+                         desk.finish(trigger);
+                       });
+}
+
 // clang-format off
 const SlashCommand kCommands[] = {
     {"/status", "what the desk is doing, its queue, session, mode and today's usage",
@@ -134,16 +158,10 @@ const SlashCommand kCommands[] = {
        trigger.queued_explicitly = true;
        core.enqueue(std::move(trigger));
      }},
-    {"/pause", "answer without asking any model until /resume",
-     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
-       core.paused = true;
-       reply_now(core, trigger, command, "Paused: the desk answers without asking any model until /resume.");
-     }},
+    {"/pause", "answer without asking any model until /resume (kept across restarts)",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { switch_pause(core, trigger, command, true); }},
     {"/resume", "let the desk ask its model again",
-     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
-       core.paused = false;
-       reply_now(core, trigger, command, "Resumed: the desk asks its model again.");
-     }},
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { switch_pause(core, trigger, command, false); }},
     // Waits its turn in the queue: run_queued_command runs it.
     {"/rollover", "summarise the session and start a fresh one",
      [](DeskCore& core, Trigger& trigger, const ParsedCommand&) { core.enqueue(std::move(trigger)); }},

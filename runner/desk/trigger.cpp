@@ -126,6 +126,7 @@ json::object to_json(const Trigger& trigger) {
   object["sender"] = trigger.sender;
   object["schedule"] = trigger.schedule;
   object["received"] = iso8601_utc(trigger.received);
+  if (trigger.due) object["due"] = iso8601_utc(*trigger.due);
   object["redelivered"] = trigger.redelivered;
   object["queued_explicitly"] = trigger.queued_explicitly;
   if (trigger.kind) object["kind"] = *trigger.kind == Trigger::Kind::command ? "command" : "message";
@@ -153,6 +154,11 @@ Result<Trigger> trigger_from_json(const json::object& object) {
   const auto time = parse_iso8601_utc(received);
   if (!time) return bad_field("received", "a UTC time such as 2026-11-30T03:44:05.123Z");
   trigger.received = *time;
+  if (object.contains("due")) {
+    DESKD_ASSIGN_OR_RETURN(const std::string due, string_field(object, "due"));
+    trigger.due = parse_iso8601_utc(due);
+    if (!trigger.due) return bad_field("due", "a UTC time such as 2026-11-30T03:44:05Z");
+  }
   DESKD_ASSIGN_OR_RETURN(trigger.redelivered, bool_field(object, "redelivered"));
   DESKD_ASSIGN_OR_RETURN(trigger.queued_explicitly, bool_field(object, "queued_explicitly"));
   if (object.contains("kind")) {

@@ -24,6 +24,9 @@ struct Trigger {
   std::string sender;    ///< who sent a user message ("" when unknown)
   std::string schedule;  ///< the schedule's name, for Source::schedule
   std::chrono::system_clock::time_point received{};
+  /// For Source::schedule: the firing's planned time. Journaled, so that a restart knows
+  /// which firings ran (a catch-up never fires one twice); nullopt on older lines.
+  std::optional<std::chrono::system_clock::time_point> due = std::nullopt;
   bool redelivered = false;  ///< accepted before a restart and never finished
   bool queued_explicitly = false;  ///< sent with /queue: waits for the next turn, never steers
   /// Set when the desk accepts it (from the text: '/' starts a command); nullopt for a

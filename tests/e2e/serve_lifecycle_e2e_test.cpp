@@ -1,4 +1,5 @@
-// `deskd serve` over its life: proposals decided by the user, a schedule firing, kill -9
+// `deskd serve` over its life: proposals decided by the user, a schedule firing (once, even
+// when a crash kept its state from being saved), kill -9
 // and restart, SIGTERM, systemd's notifications, many clients and a stuck one, and a desk
 // that cannot start — the built binaries as processes, asserting on what a user sees.
 
@@ -157,6 +158,56 @@ TEST_F(ServeE2eTest, AScheduleFiresAtItsIndiaTimeAndNeverBefore) {
   const auto finished = events->wait_for_event(is_event("TURN_FINISHED", trigger), 20s);
   ASSERT_TRUE(finished);
   EXPECT_EQ(event_data(*finished, "reply"), "scheduled answer");
+}
+
+// A crash between a firing's journal line and the save of schedules.json, made by putting
+// back the file deskd saved before the firing while deskd is down: the restarted deskd's
+// catch-up finds the firing in the journal and does not run it a second time.
+TEST_F(ServeE2eTest, AFiringWhoseStateWasNotSavedRunsOnceAfterARestart) {
+  using namespace std::chrono;
+  const auto target = ceil<seconds>(system_clock::now()) + 4s;
+  const auto india = target + 5h + 30min;
+  const auto of_day = india - floor<days>(india);
+  if (of_day < 10s || of_day > 24h - 10s) GTEST_SKIP() << "too close to India midnight for a same-day schedule";
+  const hh_mm_ss india_clock{floor<seconds>(of_day)};
+  char time_text[16];
+  std::snprintf(time_text, sizeof time_text, "%02d:%02d:%02d", static_cast<int>(india_clock.hours().count()),
+                static_cast<int>(india_clock.minutes().count()), static_cast<int>(india_clock.seconds().count()));
+  ServeDaemon daemon({{"one", R"({"text": "scheduled answer"})" "\n" R"({"text": "a second run"})" "\n", "",
+                       "[[desk.schedule]]\nname = \"soon\"\ntime = \"" + std::string(time_text) +
+                           "\"\ntext = \"the schedule speaks\"\n"}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  if (system_clock::now() > target - 500ms) {
+    GTEST_SKIP() << "deskd took too long to start; the schedule time " << time_text << " has passed";
+  }
+  const std::string state_file = daemon.folder() + "/state/desks/one/schedules.json";
+  const std::string saved_before_the_firing = file_text(state_file);
+  ASSERT_FALSE(saved_before_the_firing.empty());
+  const auto is_scheduled = [](const json::object& event) {
+    return event_kind(event) == "TRIGGER_ACCEPTED" && event_data(event, "source") == "schedule";
+  };
+  {
+    auto events = daemon.follow("one", /*replay=*/true);
+    ASSERT_TRUE(events);
+    const auto accepted = events->wait_for_event(is_scheduled, 25s);
+    ASSERT_TRUE(accepted) << "no scheduled trigger by " << time_text << " India time + 20 s";
+    ASSERT_TRUE(events->wait_for_event(is_event("TURN_FINISHED", event_data(*accepted, "id")), 20s));
+  }
+  daemon.process().signal(SIGKILL);
+  ASSERT_EQ(daemon.process().wait(), 128 + SIGKILL);
+  std::ofstream(state_file, std::ios::trunc) << saved_before_the_firing;
+
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  // The catch-up has run once the scheduler saved its state again.
+  for (int tries = 0; tries < 250 && file_text(state_file) == saved_before_the_firing; ++tries) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_NE(file_text(state_file), saved_before_the_firing) << "the restarted scheduler saved nothing";
+  std::this_thread::sleep_for(300ms);
+  int firings = 0;
+  for (const auto& event : json_lines(daemon.journal_path("one"))) firings += is_scheduled(event) ? 1 : 0;
+  EXPECT_EQ(firings, 1) << file_text(daemon.journal_path("one"));
+  EXPECT_THAT(file_text(daemon.session_path("one")), Not(HasSubstr("a second run")));
 }
 
 // --- crashes and stops ---

@@ -116,6 +116,35 @@ TEST(ServeReloadE2eTest, ARemovedDeskStopsAChangedOneRestartsAndSighupReloadsToo
   EXPECT_EQ(daemon.stop(), 0);
 }
 
+TEST(ServeReloadE2eTest, APausedDeskRestartedByAReloadStaysPaused) {
+  ServeDaemon daemon({DeskSetup{.name = "a", .script = R"({"text": "a works again"})" "\n"}});
+  std::string why;
+  ASSERT_TRUE(daemon.start({}, &why)) << why;
+  const DeskctlResult paused = daemon.deskctl({"ask", "a", "/pause"});
+  ASSERT_EQ(paused.exit_code, 0) << paused.output << paused.error_output;
+  // A changed desk setting restarts the desk.
+  std::string config = read_text(daemon.config_path());
+  const std::string a_directory = "directory = \"desks/a\"\n";
+  ASSERT_NE(config.find(a_directory), std::string::npos);
+  config.insert(config.find(a_directory) + a_directory.size(), "timeout_seconds = 30\n");
+  std::ofstream(daemon.config_path(), std::ios::trunc) << config;
+  const DeskctlResult reloaded = daemon.deskctl({"reload"});
+  ASSERT_EQ(reloaded.exit_code, 0) << reloaded.output << reloaded.error_output;
+  EXPECT_THAT(reloaded.output, HasSubstr("restarted  a"));
+  std::string names;
+  for (int tries = 0; tries < 250 && names.find("a=idle") == std::string::npos; ++tries) {
+    names = desk_names(daemon);
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_THAT(names, HasSubstr("a=idle"));
+
+  EXPECT_THAT(daemon.deskctl({"ask", "a", "/status"}).output, HasSubstr("Paused: yes"));
+  EXPECT_THAT(daemon.deskctl({"ask", "a", "still paused?"}).output, HasSubstr("paused, so no model was asked"));
+  ASSERT_EQ(daemon.deskctl({"ask", "a", "/resume"}).exit_code, 0);
+  EXPECT_THAT(daemon.deskctl({"ask", "a", "go on"}).output, HasSubstr("a works again"));
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
 TEST(ServeReloadE2eTest, AConfigWithAProblemIsRefusedWithItsPlaceAndTheDesksKeepRunning) {
   ServeDaemon daemon({DeskSetup{.name = "a", .script = R"({"text": "still here"})" "\n"}});
   std::string why;

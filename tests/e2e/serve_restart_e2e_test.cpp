@@ -1,6 +1,7 @@
 // `deskd serve` across restarts, as a user sees it: every send acknowledged before kill -9
 // (many at once, sharing the journal's flushes) is in the journal and runs after the
-// restart, a /pause journaled before kill -9 is a command after the restart, "events --from" an id from before the restart returns what
+// restart, a /pause journaled before kill -9 is a command after the restart, an answered
+// /pause holds across kill -9 and restarts, "events --from" an id from before the restart returns what
 // came after it, a damaged journal line is reported and the rest recovered, and a big
 // journal is compacted while the socket answers.
 
@@ -86,6 +87,38 @@ TEST_F(ServeE2eTest, APauseJournaledBeforeKill9IsACommandAfterTheRestart) {
   const auto ask = daemon.deskctl({"ask", "one", "anything?"});
   EXPECT_THAT(ask.output, HasSubstr("paused"));
   EXPECT_THAT(file_text(daemon.session_path("one")), Not(HasSubstr("/pause")));  // no model read it as text
+}
+
+// An answered /pause is kept: kill -9 and a clean restart both start the desk paused, and
+// only /resume lets a message reach the model again.
+TEST_F(ServeE2eTest, AnAnsweredPauseSurvivesKill9AndACleanRestartUntilResumed) {
+  ServeDaemon daemon({{"one", R"({"text": "a model answer"})" "\n"}});
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  const auto pause = daemon.deskctl({"ask", "one", "/pause"});
+  ASSERT_EQ(pause.exit_code, 0) << describe(pause);
+  ASSERT_THAT(pause.output, HasSubstr("Paused"));
+  kill_hard(daemon);
+
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  EXPECT_THAT(daemon.deskctl({"ask", "one", "/status"}).output, HasSubstr("Paused: yes"));
+  EXPECT_THAT(daemon.deskctl({"desks"}).output, HasSubstr("(paused)"));
+  const auto held = daemon.deskctl({"ask", "one", "are you there after the kill?"});
+  EXPECT_EQ(held.exit_code, 0) << describe(held);
+  EXPECT_THAT(held.output, HasSubstr("paused, so no model was asked"));
+  ASSERT_EQ(daemon.stop(), 0);
+
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  EXPECT_THAT(daemon.deskctl({"ask", "one", "/status"}).output, HasSubstr("Paused: yes"));
+  EXPECT_THAT(daemon.deskctl({"ask", "one", "and after a clean restart?"}).output, HasSubstr("paused, so no model was asked"));
+  EXPECT_THAT(file_text(daemon.session_path("one")), Not(HasSubstr("are you there")));  // no model read them
+
+  const auto resume = daemon.deskctl({"ask", "one", "/resume"});
+  ASSERT_EQ(resume.exit_code, 0) << describe(resume);
+  const auto answered = daemon.deskctl({"ask", "one", "work again"});
+  EXPECT_THAT(answered.output, HasSubstr("a model answer")) << describe(answered);
+  kill_hard(daemon);
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  EXPECT_THAT(daemon.deskctl({"ask", "one", "/status"}).output, HasSubstr("Paused: no"));
 }
 
 // Sends pipelined on several connections at once are acknowledged after one shared fsync

@@ -75,14 +75,65 @@ TEST_F(DeskRecoveryTest, AQueuedPauseIsACommandAgainAfterARestart) {
   earlier("/btw what is the lot size?", Trigger::Kind::command);
   earlier("what now?", Trigger::Kind::message);
   start_on_journal();
-  const Event& paused = wait_for("COMMAND_ANSWERED");
-  EXPECT_EQ(paused.data.at("command"), "/pause");
-  EXPECT_EQ(reply_of(wait_for("COMMAND_ANSWERED", 1)), "side answer: what is the lot size?");
+  // The /pause is answered once its DESK_PAUSED is on disk, so the /btw's answer may come
+  // first: each is looked up by its command.
+  wait_for("COMMAND_ANSWERED", 1);
+  const auto answer_to = [&](const char* command) {
+    for (const Event& event : events_) {
+      if (event.kind == "COMMAND_ANSWERED" && event.data.at("command") == command) return reply_of(event);
+    }
+    return std::string("no answer to ") + command;
+  };
+  EXPECT_THAT(answer_to("/pause"), HasSubstr("Paused:"));
+  EXPECT_EQ(answer_to("/btw"), "side answer: what is the lot size?");
   EXPECT_THAT(reply_of(wait_for("TURN_FINISHED")), HasSubstr("paused"));
   EXPECT_TRUE(desk_->paused());
   EXPECT_EQ(runner_->turns_started, 0);  // no model ever read "/pause" as text
   EXPECT_EQ(count("TRIGGER_REDELIVERED"), 3u);
   EXPECT_EQ(find("TRIGGER_REDELIVERED")->data.at("as"), "command");
+}
+
+TEST_F(DeskRecoveryTest, AnAnsweredPauseHoldsAcrossARestartUntilResumed) {
+  start_on_journal();
+  ASSERT_TRUE(desk_->submit(message("/pause")).ok());
+  wait_for("COMMAND_ANSWERED");
+  // The switch was on disk before the answer.
+  ASSERT_TRUE(Journal::read(journal_path())->pause_switch());
+  restart_on_journal();
+  run_until([&] { return desk_->state() == DeskState::idle; });
+  EXPECT_TRUE(desk_->paused());
+  ASSERT_TRUE(desk_->submit(message("anything?")).ok());
+  EXPECT_THAT(reply_of(wait_for("TURN_FINISHED")), HasSubstr("paused"));
+  EXPECT_EQ(runner_->turns_started, 0);
+
+  ASSERT_TRUE(desk_->submit(message("/resume")).ok());
+  wait_for("COMMAND_ANSWERED");
+  restart_on_journal();
+  run_until([&] { return desk_->state() == DeskState::idle; });
+  EXPECT_FALSE(desk_->paused());
+  ASSERT_TRUE(desk_->submit(message("now work")).ok());
+  EXPECT_EQ(reply_of(wait_for("TURN_FINISHED")), "reply to now work");
+}
+
+TEST_F(DeskRecoveryTest, AResumeSentWhileTheJournalIsReadOutranksAnOlderPause) {
+  const Trigger pause = earlier("/pause", Trigger::Kind::command);
+  write(event_kind::kDeskPaused, {{"trigger", pause.id}});
+  write(event_kind::kTriggerFinished, {{"trigger", pause.id}});
+  const Trigger open_pause = earlier("/pause", Trigger::Kind::command);  // accepted, never handled
+  journal_.emplace(Journal::open(journal_path()).value());
+  DeskParts parts;
+  parts.journal = &*journal_;
+  desk_ = std::make_unique<DeskRuntime>(context_.get_executor(), DeskSettings{.name = "nifty"}, bus_, runner_, clock_, parts);
+  // Handled as it arrives, before run() has read the journal.
+  ASSERT_TRUE(desk_->submit(message("/resume")).ok());
+  asio::co_spawn(context_, desk_->run(), asio::bind_cancellation_slot(stop_.slot(), [this](std::exception_ptr) { run_ended_ = true; }));
+  run_until([&] { return desk_->state() == DeskState::idle && count("COMMAND_ANSWERED") == 2; });
+  EXPECT_FALSE(desk_->paused());
+  for (const Event& event : events_) {
+    if (event.kind == "COMMAND_ANSWERED" && event.data.at("trigger").as_string() == open_pause.id) {
+      EXPECT_THAT(reply_of(event), HasSubstr("Not applied"));
+    }
+  }
 }
 
 TEST_F(DeskRecoveryTest, ATriggerIsJournaledWithItsKind) {

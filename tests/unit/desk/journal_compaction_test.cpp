@@ -73,6 +73,26 @@ TEST_F(JournalCompactionTest, ARecoveredJournalPastItsLimitKeepsOnlyWhatARestart
   EXPECT_TRUE(Journal::read(path_)->open_triggers().empty());
 }
 
+TEST_F(JournalCompactionTest, ACompactionKeepsTheLastPauseSwitchHoweverOld) {
+  const Trigger pause = trigger("/pause");
+  {
+    auto journal = Journal::open(path_, limits_).value();
+    append_all(journal, {accepted(pause), of(pause, event_kind::kDeskPaused), finished(pause)});
+    fill(journal, 50);  // far more than the kept tail of 10 events
+  }
+  auto journal = Journal::open(path_, limits_).value();
+  auto recovery = journal.recover();
+  ASSERT_TRUE(recovery.ok()) << recovery.error().what;
+  ASSERT_TRUE(recovery->compaction);
+  ASSERT_TRUE(recovery->pause_switch);
+  EXPECT_TRUE(recovery->pause_switch->paused);
+  const JournalScan again = Journal::read(path_).value();
+  ASSERT_TRUE(again.pause_switch());
+  EXPECT_TRUE(again.pause_switch()->paused);
+  EXPECT_TRUE(again.open_triggers().empty());  // the /pause is not run again
+  EXPECT_EQ(lines().size(), 11u);  // the switch and the last 10 events
+}
+
 TEST_F(JournalCompactionTest, DamagedLinesAreReportedOnceAndTheirTriggerKeptWhole) {
   const Trigger damaged = trigger("read back from a damaged line");
   {

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "runner/desk/event_bus.h"
+#include "runner/desk/journal.h"
 #include "runner/desk/market_status.h"
 
 namespace deskd::desk {
@@ -161,6 +162,28 @@ TEST(ScheduleBookTest, SeveralDaysMissedFireAtMostOncePerSchedule) {
     EXPECT_EQ(missed[0].due, ist(12, 3, 9, 0));
     EXPECT_EQ(missed[0].count, 4u);
   }
+}
+
+TEST(ScheduleBookTest, CatchUpSkipsAFiringTheJournalHoldsThoughTheStateFileIsOlder) {
+  // deskd journaled the 09:00 firing and died before it saved checked_until (08:00).
+  ScheduleBook book({daily("open", 9, 0), daily("close", 9, 5)}, nullptr, 30min, ist(11, 30, 8, 0));
+  std::vector<Missed> missed;
+  EXPECT_TRUE(book.has_firings_since_checked(ist(11, 30, 9, 10)));
+  const auto firings = book.catch_up(ist(11, 30, 9, 10), missed, {{"open", ist(11, 30, 9, 0)}});
+  ASSERT_EQ(firings.size(), 1u);  // "close" was never journaled: it runs
+  EXPECT_EQ(book.schedules()[firings[0].schedule].name, "close");
+  EXPECT_TRUE(missed.empty());
+  EXPECT_EQ(book.checked_until(), ist(11, 30, 9, 10));
+}
+
+TEST(ScheduleBookTest, AJournaledFiringFromAnEarlierDayLeavesTodaysToRun) {
+  ScheduleBook book({daily("open", 9, 0)}, nullptr, 30min, ist(11, 28, 8, 0));
+  std::vector<Missed> missed;
+  const auto firings = book.catch_up(ist(11, 30, 9, 10), missed, {{"open", ist(11, 29, 9, 0)}});
+  ASSERT_EQ(firings.size(), 1u);
+  EXPECT_EQ(firings[0].due, ist(11, 30, 9, 0));
+  // The 28th's firing is older than the journaled 29th's: deskd handled it before that one.
+  EXPECT_TRUE(missed.empty());
 }
 
 TEST(ScheduleBookTest, CatchUpCountsOnlyMarketDays) {
@@ -392,6 +415,71 @@ TEST_F(SchedulerTest, CatchUpOnStartRunsTheLatestAndReportsTheRest) {
   EXPECT_EQ(*load_checked_until(state_), ist(11, 30, 9, 10));
 
   stop_and_wait();
+}
+
+// A crash between a firing's journal line and the save of the state file: the restarted
+// scheduler finds the firing in the journal and does not run it again.
+TEST_F(SchedulerTest, AFiringJournaledBeforeACrashIsNotCaughtUpAgain) {
+  ASSERT_TRUE(save_checked_until(state_, ist(11, 30, 8, 0)).ok());  // the stale state file
+  const fs::path journal_path = root_ / "journal.jsonl";
+  {
+    EventBus earlier_bus(clock_);
+    auto journal = Journal::open(journal_path).value();
+    Trigger fired{.id = make_trigger_id(), .desk = "alpha", .source = Trigger::Source::schedule,
+                  .text = "Run the open routine.", .sender = "", .schedule = "open",
+                  .received = ist(11, 30, 9, 0) + 20ms, .due = ist(11, 30, 9, 0)};
+    fired.kind = Trigger::Kind::message;
+    ASSERT_TRUE(journal.append(earlier_bus.publish("alpha", event_kind::kTriggerAccepted, to_json(fired))).ok());
+    ASSERT_TRUE(journal.append(earlier_bus.publish("alpha", event_kind::kTurnStarted, {{"trigger", fired.id}})).ok());
+  }
+  clock_.set(ist(11, 30, 9, 10));
+  SchedulerSettings with_journal = settings();
+  with_journal.journal_file = journal_path;
+  Scheduler scheduler(io_.get_executor(), {daily("open", 9, 0)}, with_journal, recorder(), bus_, clock_, 5ms);
+  start(scheduler);
+  run_until([&] { return *load_checked_until(state_) == ist(11, 30, 9, 10); });
+  io_.run_for(30ms);
+  EXPECT_TRUE(submitted_.empty()) << "the 09:00 firing ran twice";
+  EXPECT_TRUE(events().empty());  // nor is it reported missed
+  EXPECT_EQ(*load_checked_until(state_), ist(11, 30, 9, 10));
+  stop_and_wait();
+}
+
+TEST_F(SchedulerTest, AFiringIsJournaledWithItsPlannedTime) {
+  ASSERT_TRUE(save_checked_until(state_, ist(11, 30, 8, 0)).ok());
+  clock_.set(ist(11, 30, 9, 10));
+  Scheduler scheduler(io_.get_executor(), {daily("open", 9, 0)}, settings(), recorder(), bus_, clock_, 5ms);
+  start(scheduler);
+  run_until([&] { return !submitted_.empty(); });
+  ASSERT_EQ(submitted_.size(), 1u);
+  EXPECT_EQ(submitted_[0].due, ist(11, 30, 9, 0));
+  const Result<Trigger> back = trigger_from_json(to_json(submitted_[0]));
+  ASSERT_TRUE(back.ok()) << back.error().what;
+  EXPECT_EQ(back->due, ist(11, 30, 9, 0));
+  stop_and_wait();
+}
+
+TEST_F(ScheduleFilesTest, JournaledFiringsAreReadFromTheJournalsEnd) {
+  const fs::path journal_path = root_ / "journal.jsonl";
+  EXPECT_TRUE(read_journaled_firings(journal_path).empty());  // no journal yet
+  ManualClock clock(ist(11, 30, 9, 0));
+  EventBus bus(clock);
+  auto journal = Journal::open(journal_path).value();
+  const auto fired = [&](std::string schedule, TimePoint received, std::optional<TimePoint> due) {
+    Trigger trigger{.id = make_trigger_id(), .desk = "alpha", .source = Trigger::Source::schedule, .text = "go",
+                    .sender = "", .schedule = std::move(schedule), .received = received, .due = due};
+    ASSERT_TRUE(journal.append(bus.publish("alpha", event_kind::kTriggerAccepted, to_json(trigger))).ok());
+  };
+  fired("open", ist(11, 29, 9, 0, 1), ist(11, 29, 9, 0));
+  fired("open", ist(11, 30, 9, 0, 1), ist(11, 30, 9, 0));
+  fired("close", ist(11, 30, 15, 30, 2), std::nullopt);  // a line from before "due" was journaled
+  Trigger user{.id = make_trigger_id(), .desk = "alpha", .source = Trigger::Source::user, .text = "hello", .sender = "ravi",
+               .schedule = "", .received = ist(11, 30, 16, 0)};
+  ASSERT_TRUE(journal.append(bus.publish("alpha", event_kind::kTriggerAccepted, to_json(user))).ok());
+  const JournaledFirings firings = read_journaled_firings(journal_path);
+  ASSERT_EQ(firings.size(), 2u);
+  EXPECT_EQ(firings.at("open"), ist(11, 30, 9, 0));
+  EXPECT_EQ(firings.at("close"), ist(11, 30, 15, 30, 2));
 }
 
 TEST_F(SchedulerTest, ARefusedTriggerIsReportedAsMissed) {
