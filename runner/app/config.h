@@ -160,6 +160,12 @@ struct ConfigLoad {
   std::vector<ConfigProblem> problems;
 };
 
+/// Whether `hidden` could be in the desk's sight. Under the minimal host view only the system
+/// folders, the desk's folder, its read-only paths and the desk folders it may read are
+/// there: a path that neither lies in nor holds one of them needs no mask, so a thousand
+/// desks in /srv/desks do not each mask the other 999. Under the full view, every path.
+bool in_sight(const DeskConfig& desk, const std::filesystem::path& hidden);
+
 /// Reads and checks the config at `file`. Never throws.
 ConfigLoad load_config(const std::filesystem::path& file);
 

@@ -1,5 +1,7 @@
 #include "runner/app/config_values.h"
 
+#include <unordered_set>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -111,6 +113,7 @@ std::vector<std::filesystem::path> merge_hidden_paths(const DeskConfig& desk, co
 
   const std::string desk_name = in_quotes(desk.name);
   std::vector<std::filesystem::path> merged;
+  std::unordered_set<std::string> merged_already;  // a desk may hide a thousand folders: no linear search
   for (const auto& entry : hidden) {
     if (policy::is_same_or_inside(desk.directory, entry.path)) {
       if (entry.state_folder) {
@@ -130,7 +133,7 @@ std::vector<std::filesystem::path> merge_hidden_paths(const DeskConfig& desk, co
                                          " must be able to write");
       }
     }
-    if (std::find(merged.begin(), merged.end(), entry.path) == merged.end()) merged.push_back(entry.path);
+    if (merged_already.insert(entry.path.native()).second) merged.push_back(entry.path);
   }
   return merged;
 }

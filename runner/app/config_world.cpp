@@ -11,6 +11,7 @@
 #include "policy/confinement.h"
 #include "policy/path_resolution.h"
 #include "runner/app/config_confinement.h"
+#include "sandbox/sandbox_spec.h"
 
 namespace deskd::app::config_detail {
 namespace {
@@ -27,7 +28,16 @@ std::string folder_of(const DeskDraft& draft) {
   return "the folder of desk " + in_quotes(draft.desk.name) + ", " + draft.desk.directory.native() + ",";
 }
 
-bool nest(const path& a, const path& b) { return is_same_or_inside(a, b) || is_same_or_inside(b, a); }
+// is_same_or_inside for the config's paths, which are absolute and lexically normal: a
+// comparison of their text, since the checks below compare every desk with every other.
+bool same_or_inside_text(const path& inner, const path& outer) {
+  const std::string& in = inner.native();
+  const std::string& out = outer.native();
+  if (!in.starts_with(out)) return false;
+  return in.size() == out.size() || out.ends_with('/') || in[out.size()] == '/';
+}
+
+bool nest(const path& a, const path& b) { return same_or_inside_text(a, b) || same_or_inside_text(b, a); }
 
 void check_nesting(const DeskDraft& earlier, const DeskDraft& later, ProblemList& problems) {
   const path& folder = later.desk.directory;
@@ -135,6 +145,29 @@ void check_desk_folders(std::span<const DeskDraft> drafts, std::span<const Place
   }
 }
 
+}  // namespace deskd::app::config_detail
+
+namespace deskd::app {
+
+bool in_sight(const DeskConfig& desk, const std::filesystem::path& hidden) {
+  using config_detail::same_or_inside_text;
+  if (desk.sandbox.host_view != sandbox::HostView::minimal) return true;
+  using std::filesystem::path;
+  const auto meets = [&](const path& place) {
+    return same_or_inside_text(hidden, place) || same_or_inside_text(place, hidden);
+  };
+  if (meets(desk.directory)) return true;
+  for (const char* folder : sandbox::kShownSystemFolders) {
+    if (meets(path(folder))) return true;
+  }
+  return std::any_of(desk.sandbox.read_only_paths.begin(), desk.sandbox.read_only_paths.end(), meets) ||
+         std::any_of(desk.readable_desk_folders.begin(), desk.readable_desk_folders.end(), meets);
+}
+
+}  // namespace deskd::app
+
+namespace deskd::app::config_detail {
+
 void meet_other_desks(std::span<DeskDraft> drafts, ProblemList& problems) {
   std::map<std::string, std::size_t> names;
   for (std::size_t index = 0; index < drafts.size(); ++index) {
@@ -154,12 +187,13 @@ void meet_other_desks(std::span<DeskDraft> drafts, ProblemList& problems) {
       const DeskDraft& other = drafts[other_index];
       // Nesting desks are refused already; hiding one from the other would say it twice.
       if (other_index == index || !other.directory_found || nest(draft.desk.directory, other.desk.directory)) continue;
-      if (std::none_of(readable.begin(), readable.end(), [&](const auto& entry) { return entry.first == other_index; })) {
+      if (std::none_of(readable.begin(), readable.end(), [&](const auto& entry) { return entry.first == other_index; }) &&
+          in_sight(draft.desk, other.desk.directory)) {
         draft.hidden.push_back(
             PlacedPath{other.desk.directory, other.directory_position, "the folder of desk " + in_quotes(other.desk.name)});
       }
       for (const auto& entry : other.own_hidden) {
-        if (may_hide_from(entry, other, draft, problems)) draft.hidden.push_back(entry);
+        if (in_sight(draft.desk, entry.path) && may_hide_from(entry, other, draft, problems)) draft.hidden.push_back(entry);
       }
     }
   }

@@ -3,6 +3,9 @@
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
 
+#include <algorithm>
+#include <thread>
+
 #include "runner/app/daemon_slot.h"
 #include "runner/app/desk_assembly.h"
 #include "runner/desk/desk_runtime.h"
@@ -39,6 +42,8 @@ Daemon::Daemon(asio::any_io_executor executor, Config config, const Clock& clock
 }
 
 Daemon::~Daemon() {
+  // An assembly still under way (the loop stopped without stop()) ends before its slot goes.
+  if (assembly_threads_) assembly_threads_->join();
   // stop() has run (or the loop is gone): the desks' coroutines are over, so their parts can go.
   for (auto& [name, slot] : slots_) slot->desk.reset();
 }
@@ -84,7 +89,7 @@ void Daemon::track_waiting(const desk::Event& event) {
   slot.waiting.erase(waiting);
 }
 
-std::size_t Daemon::start() {
+void Daemon::start(std::function<void(std::size_t started)> started) {
   // Ids go on from the journals' last one, so "events after e-22" means the same after a
   // restart, and their last events are history again. One more than the history keeps, so
   // that it knows when older ones are missing.
@@ -92,15 +97,90 @@ std::size_t Daemon::start() {
       desk::read_recent_events(desk::journals_under(config_.runner.state_folder / "desks"), 10001);
   bus_.continue_numbering_after(past.highest_event_number);
   for (const desk::Event& event : past.events) history_.add(event);
-  std::size_t started = 0;
-  for (auto& [name, slot] : slots_) started += start_slot(*slot) ? 1 : 0;
-  return started;
+  std::vector<Slot*> every_slot;
+  for (auto& [name, slot] : slots_) every_slot.push_back(slot.get());
+  // Starting from here on, so that what the socket answers from now says so.
+  for (Slot* slot : every_slot) begin_starting(*slot);
+  asio::co_spawn(
+      executor_,
+      [this, every_slot = std::move(every_slot)]() -> asio::awaitable<std::size_t> {
+        co_await wait_until_started(every_slot);
+        std::size_t running = 0;
+        for (Slot* slot : every_slot) running += slot->desk_running ? 1 : 0;
+        co_return running;
+      },
+      [started = std::move(started)](std::exception_ptr escaped, std::size_t running) {
+        if (escaped) std::rethrow_exception(escaped);
+        started(running);
+      });
 }
 
-bool Daemon::start_slot(Slot& slot) {
-  const std::string& name = slot.config.name;
+std::string Daemon::status_line() const {
+  std::size_t running = 0;
+  std::vector<std::string> stopped;
+  for (const auto& [name, slot] : slots_) {
+    if (slot->desk_running) {
+      ++running;
+    } else if (!slot->starting) {
+      stopped.push_back(name);
+    }
+  }
+  const std::string of = std::to_string(running) + " of " + std::to_string(slots_.size()) + " desks";
+  if (starting_ > 0) return "starting: " + of + " running, " + std::to_string(starting_) + " starting";
+  std::string line = "serving " + of;
+  if (stopped.empty()) return line;
+  // STATUS= is one line for `systemctl status`; deskctl desks has the whole list.
+  constexpr std::size_t kNamed = 8;
+  line += "; kept stopped: ";
+  for (std::size_t index = 0; index < stopped.size() && index < kNamed; ++index) line += (index ? ", " : "") + stopped[index];
+  if (stopped.size() > kNamed) line += " and " + std::to_string(stopped.size() - kNamed) + " more";
+  return line;
+}
+
+asio::awaitable<void> Daemon::start_slots(std::vector<Slot*> slots) {
+  for (Slot* slot : slots) begin_starting(*slot);
+  co_await wait_until_started(std::move(slots));
+}
+
+asio::awaitable<void> Daemon::wait_until_started(std::vector<Slot*> slots) {
+  asio::steady_timer timer(executor_);
+  const auto any_starting = [&] {
+    return std::any_of(slots.begin(), slots.end(), [](const Slot* slot) { return slot->starting; });
+  };
+  while (any_starting()) {
+    timer.expires_after(std::chrono::milliseconds(5));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+void Daemon::begin_starting(Slot& slot) {
   slot.error.clear();
-  auto assembled = assemble_desk(executor_, config_, slot.config, bus_, clock_);
+  slot.starting = true;
+  ++starting_;
+  if (!assembly_threads_) {
+    // Assembling is mostly waiting for the kernel (namespaces, a first sandboxed `true`), so
+    // a few more threads than cores keep the cores busy; more only contend for its locks.
+    const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+    assembly_threads_ = std::make_unique<asio::thread_pool>(std::clamp(cores * 2, 2U, 16U));
+  }
+  asio::post(*assembly_threads_, [this, &slot] {
+    auto assembled = std::make_shared<Result<std::unique_ptr<AssembledDesk>>>(Error::make(ErrorCode::internal, ""));
+    try {
+      *assembled = assemble_desk(executor_, config_, slot.config, bus_, clock_);
+    } catch (const std::exception& error) {
+      *assembled = Error::make(ErrorCode::internal, std::string("assembling the desk failed: ") + error.what());
+    }
+    asio::post(executor_, [this, &slot, assembled] { finish_starting(slot, std::move(*assembled)); });
+  });
+}
+
+void Daemon::finish_starting(Slot& slot, Result<std::unique_ptr<AssembledDesk>> assembled) {
+  slot.starting = false;
+  --starting_;
+  const std::string& name = slot.config.name;
+  if (assembled.ok() && stopping_) {
+    assembled = Error::make(ErrorCode::refused, "deskd began to stop before the desk had started.");
+  }
   if (!assembled.ok()) {
     slot.error = assembled.error().what;
     log_.error("desk " + name + " is kept stopped: " + slot.error);
@@ -110,7 +190,8 @@ bool Daemon::start_slot(Slot& slot) {
       slot.failure_journal.emplace(std::move(journal).value());
     }
     bus_.publish(name, desk::event_kind::kDeskFailed, {{"error", slot.error}});
-    return false;
+    release_held(slot, Error::make(ErrorCode::refused, "Desk '" + name + "' could not start: " + slot.error));
+    return;
   }
   slot.failure_journal.reset();
   slot.desk = std::move(assembled).value();
@@ -119,7 +200,23 @@ bool Daemon::start_slot(Slot& slot) {
                   "the schedules of desk " + name);
   log_.info("desk " + name + " started (" + slot.desk->model_description + ", " + slot.config.mode + ", " +
             std::to_string(slot.config.schedules.size()) + " schedules)");
-  return true;
+  release_held(slot, std::nullopt);
+}
+
+void Daemon::release_held(Slot& slot, const std::optional<Error>& refusal) {
+  std::vector<Slot::HeldSend> held;
+  {
+    const std::lock_guard lock(waiting_mutex_);
+    held.swap(slot.held);
+    slot.held_bytes = 0;
+  }
+  for (auto& each : held) {
+    if (refusal) {
+      each.sent(*refusal);
+    } else {
+      send(slot.config.name, each.text, each.sender, std::move(each.sent));
+    }
+  }
 }
 
 void Daemon::spawn_desk_part(asio::awaitable<void> part, asio::cancellation_signal& stop, bool& running,
@@ -140,9 +237,9 @@ void Daemon::spawn_desk_part(asio::awaitable<void> part, asio::cancellation_sign
 asio::awaitable<void> Daemon::stop(std::chrono::milliseconds grace) {
   stopping_ = true;
   asio::steady_timer timer(executor_);
-  // A reload under way finishes first (it starts nothing once deskd is stopping), so that
-  // the desks below are every desk there is.
-  while (reloading_) {
+  // A reload under way finishes first (it starts nothing once deskd is stopping), and desks
+  // being assembled come back (kept stopped), so that the desks below are every desk there is.
+  while (reloading_ || starting_ > 0) {
     timer.expires_after(std::chrono::milliseconds(10));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   }
@@ -187,6 +284,7 @@ bool Daemon::has_desk(const std::string& name) const { return slots_.contains(na
 
 control::DeskSummary Daemon::desk_summary(const Slot& slot) const {
   control::DeskSummary summary{slot.config.name, slot.config.mode, slot.config.directory.native(), "stopped", {}, {}};
+  if (slot.starting) summary.state = "starting";
   if (!slot.desk) {
     summary.error = slot.error;
     return summary;
@@ -238,6 +336,7 @@ void Daemon::send(const std::string& desk_name, const std::string& text, const s
   auto found = slots_.find(desk_name);
   if (found == slots_.end()) return sent(unknown_desk(desk_name));
   Slot& slot = *found->second;
+  if (slot.starting) return hold(slot, text, sender, std::move(sent));
   if (!slot.desk || !slot.desk_running) {
     return sent(Error::make(ErrorCode::refused, "Desk '" + desk_name + "' is stopped" +
                                                     (slot.error.empty() ? std::string(".") : ": " + slot.error)));
@@ -249,13 +348,7 @@ void Daemon::send(const std::string& desk_name, const std::string& text, const s
   trigger.sender = sender;
   {
     const std::lock_guard lock(waiting_mutex_);
-    if (slot.waiting_bytes + text.size() > kMaximumWaitingBytesPerDesk) {
-      return sent(Error::make(ErrorCode::refused,
-                              "Desk '" + desk_name + "' already has " + std::to_string(slot.waiting_bytes) + " bytes in " +
-                                  std::to_string(slot.waiting.size()) + " messages waiting, and takes at most " +
-                                  std::to_string(kMaximumWaitingBytesPerDesk) +
-                                  " (64 MiB); send this again once it has worked through some of them."));
-    }
+    if (auto full = refuse_if_full(slot, text.size())) return sent(std::move(*full));
     slot.waiting[trigger.id] = text.size();
     slot.waiting_bytes += text.size();
   }
@@ -275,9 +368,37 @@ void Daemon::send(const std::string& desk_name, const std::string& text, const s
   });
 }
 
+std::optional<Error> Daemon::refuse_if_full(const Slot& slot, std::size_t more) const {
+  const std::size_t bytes = slot.waiting_bytes + slot.held_bytes;
+  if (bytes + more <= kMaximumWaitingBytesPerDesk) return std::nullopt;
+  return Error::make(ErrorCode::refused, "Desk '" + slot.config.name + "' already has " + std::to_string(bytes) +
+                                             " bytes in " + std::to_string(slot.waiting.size() + slot.held.size()) +
+                                             " messages waiting, and takes at most " +
+                                             std::to_string(kMaximumWaitingBytesPerDesk) +
+                                             " (64 MiB); send this again once it has worked through some of them.");
+}
+
+void Daemon::hold(Slot& slot, const std::string& text, const std::string& sender,
+                  std::function<void(Result<std::string>)> sent) {
+  std::optional<Error> full;
+  {
+    const std::lock_guard lock(waiting_mutex_);
+    full = refuse_if_full(slot, text.size());
+    if (!full) {
+      slot.held.push_back({text, sender, std::move(sent)});
+      slot.held_bytes += text.size();
+      return;
+    }
+  }
+  sent(std::move(*full));  // not under the lock: answering may publish, and the sinks take it
+}
+
 Result<std::vector<desk::CommandEntry>> Daemon::commands(const std::string& desk_name) const {
   auto found = slots_.find(desk_name);
   if (found == slots_.end()) return unknown_desk(desk_name);
+  if (found->second->starting) {
+    return Error::make(ErrorCode::refused, "Desk '" + desk_name + "' is starting; ask again in a moment.");
+  }
   if (!found->second->desk) return Error::make(ErrorCode::refused, "Desk '" + desk_name + "' is stopped: " + found->second->error);
   return found->second->desk->runtime->command_catalogue();
 }

@@ -1,17 +1,21 @@
 #pragma once
 // Daemon: every desk of a config on one event loop, and the answers to the control socket.
-// start() assembles the desks (a desk that cannot start is reported and kept stopped; the
-// others run); stop() is the two-phase shutdown: refuse new triggers, give running turns
-// the grace period, then cancel them, close the sandboxes and let the journals flush.
+// start() assembles the desks concurrently on a few threads of their own, so the socket
+// answers while they start (a starting desk says "starting" and holds what is sent to it;
+// a desk that cannot start is reported and kept stopped; the others run); stop() is the
+// two-phase shutdown: refuse new triggers, give running turns the grace period, then cancel
+// them, close the sandboxes and let the journals flush.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,8 +48,14 @@ class Daemon final : public control::ControlService {
   Daemon(boost::asio::any_io_executor executor, Config config, const Clock& clock, DaemonLog log);
   ~Daemon() override;
 
-  /// Assembles and starts every desk; returns how many started.
-  std::size_t start();
+  /// Reads the journals' recent events (for ids and replays), then assembles and starts every
+  /// desk off the event loop, concurrently; returns at once. `started` gets, on the event
+  /// loop, how many started once every desk has started or failed.
+  void start(std::function<void(std::size_t started)> started);
+
+  /// For the service manager's STATUS=: "serving 3 of 4 desks; kept stopped: b", or
+  /// "starting 5 of 1000 desks" while they start.
+  std::string status_line() const;
 
   /// Refuses new triggers, waits up to `grace` for running turns, then stops every desk
   /// and waits until each has closed its tools.
@@ -76,8 +86,18 @@ class Daemon final : public control::ControlService {
  private:
   struct Slot;
   control::DeskSummary desk_summary(const Slot& slot) const;
-  /// Assembles and runs the slot's desk; false (the desk kept stopped, and why) when it cannot.
-  bool start_slot(Slot& slot);
+  /// Assembles these desks off the loop, concurrently, and runs each that could be assembled
+  /// (a desk that could not is kept stopped, and why in its slot); done once each has.
+  boost::asio::awaitable<void> start_slots(std::vector<Slot*> slots);
+  /// Until none of these slots is starting any more.
+  boost::asio::awaitable<void> wait_until_started(std::vector<Slot*> slots);
+  /// Hands the slot's assembly to the assembly threads; finish_starting() gets the result.
+  void begin_starting(Slot& slot);
+  /// On the loop: runs the assembled desk (or records why it could not start) and answers
+  /// what was sent to it meanwhile.
+  void finish_starting(Slot& slot, Result<std::unique_ptr<AssembledDesk>> assembled);
+  /// Sends what the slot held while it started, or refuses it with `refusal`.
+  void release_held(Slot& slot, const std::optional<Error>& refusal);
   /// Runs one of a desk's coroutines (its runtime, its schedules) until it ends or `stop` is
   /// emitted; `running` is true meanwhile, and an escaped exception is logged as `what` ended.
   void spawn_desk_part(boost::asio::awaitable<void> part, boost::asio::cancellation_signal& stop, bool& running,
@@ -87,9 +107,17 @@ class Daemon final : public control::ControlService {
   struct ReloadPlan;
   boost::asio::awaitable<Result<control::ReloadOutcome>> reload_config(std::string who);
   Result<std::shared_ptr<ReloadPlan>> plan_reload() const;
+  /// Applies the plan's config: the desks that go are gone, the new and restarted ones get
+  /// slots (plan.to_start) that the caller starts.
   control::ReloadOutcome apply_reload(ReloadPlan& plan);
   boost::asio::awaitable<void> reload_and_answer(std::string who,
                                                  std::function<void(Result<control::ReloadOutcome>)> done);
+  /// Why one more message of `more` bytes is refused by this desk (its waiting and held
+  /// messages are at the limit), or nullopt. Under waiting_mutex_.
+  std::optional<Error> refuse_if_full(const Slot& slot, std::size_t more) const;
+  /// Keeps a message sent to a starting desk until release_held().
+  void hold(Slot& slot, const std::string& text, const std::string& sender,
+            std::function<void(Result<std::string>)> sent);
   void journal_daemon_event(const desk::Event& event);
   /// Forgets a waiting message once the desk has taken it (its turn started, it was
   /// delivered as steering, answered or finished), and all of a desk's when it stops.
@@ -105,6 +133,10 @@ class Daemon final : public control::ControlService {
   mutable std::mutex waiting_mutex_;  // guards each Slot's waiting messages: sinks run on the publishing thread
   bool stopping_ = false;
   bool reloading_ = false;
+  std::size_t starting_ = 0;  // slots being assembled off the loop
+  // Where desks are assembled: building a sandbox and trying it blocks for milliseconds, so
+  // off the event loop, a few at a time. Last member: joined before the slots go.
+  std::unique_ptr<boost::asio::thread_pool> assembly_threads_;
 };
 
 }  // namespace deskd::app

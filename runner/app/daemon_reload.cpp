@@ -16,29 +16,12 @@ namespace asio = boost::asio;
 
 namespace {
 
-bool inside_or_at(const std::filesystem::path& path, const std::filesystem::path& folder) {
-  const std::string& p = path.native();
-  const std::string& f = folder.native();
-  return p == f || (p.size() > f.size() && p.starts_with(f) && (f.ends_with('/') || p[f.size()] == '/'));
-}
-
-// The desk as its sandbox would be built, but for hidden paths it cannot see anyway: in
-// the minimal view only the system folders, its folder and its read-only paths (readable
-// desks among them) are in sight, so another desk's folder elsewhere, added or removed,
-// changes nothing for it.
+// The desk as its sandbox would be built, but for hidden paths it cannot see anyway
+// (in_sight): another desk's folder elsewhere, added or removed, changes nothing for it.
 DeskConfig as_seen(const DeskConfig& desk) {
   DeskConfig seen = desk;
   seen.position = {};
-  if (desk.sandbox.host_view != sandbox::HostView::minimal) return seen;
-  std::vector<std::filesystem::path> shown = desk.sandbox.read_only_paths;
-  shown.insert(shown.end(), desk.readable_desk_folders.begin(), desk.readable_desk_folders.end());
-  shown.push_back(desk.directory);
-  for (const char* folder : sandbox::kShownSystemFolders) shown.emplace_back(folder);
-  std::erase_if(seen.hidden_paths, [&](const std::filesystem::path& hidden) {
-    return std::none_of(shown.begin(), shown.end(), [&](const std::filesystem::path& place) {
-      return inside_or_at(hidden, place) || inside_or_at(place, hidden);
-    });
-  });
+  std::erase_if(seen.hidden_paths, [&](const std::filesystem::path& hidden) { return !in_sight(desk, hidden); });
   return seen;
 }
 
@@ -91,7 +74,7 @@ asio::awaitable<void> Daemon::reload_and_answer(std::string who,
       reloading_ = false;
       result.emplace(Error::make(ErrorCode::internal, std::string("the reload failed: ") + error.what()));
     }
-    if (log_.notify && !stopping_) log_.notify("READY=1");
+    if (log_.notify && !stopping_) log_.notify(("READY=1\nSTATUS=" + status_line()).c_str());
   }
   if (!result->ok()) log_.error("reload refused: " + result->error().what);
   done(std::move(*result));
@@ -99,18 +82,35 @@ asio::awaitable<void> Daemon::reload_and_answer(std::string who,
 
 asio::awaitable<Result<control::ReloadOutcome>> Daemon::reload_config(std::string who) {
   log_.info("reloading " + config_.file.native() + " for " + who);
+  reloading_ = true;
+  // Desks still starting (a reload soon after deskd started) come back first: their slots
+  // are in use off the loop until then.
+  asio::steady_timer timer(executor_);
+  while (starting_ > 0) {
+    timer.expires_after(std::chrono::milliseconds(10));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
   // Planned and applied outside this frame: GCC 12 warns falsely (-Wmismatched-new-delete)
   // about coroutine frames that hold a Config.
   std::shared_ptr<ReloadPlan> plan;
   if (auto planned = plan_reload(); planned.ok()) {
     plan = std::move(planned).value();
   } else {
+    reloading_ = false;
     co_return std::move(planned).error();
   }
-  reloading_ = true;
   // Only the desks that go or change wait out their turns; the others never notice.
   co_await stop_slots(plan->to_stop, config_.runner.shutdown_grace);
-  co_return apply_reload(*plan);
+  control::ReloadOutcome outcome = apply_reload(*plan);
+  co_await start_slots(plan->to_start);
+  for (const Slot* slot : plan->to_start) {
+    if (!slot->desk_running) outcome.failed[slot->config.name] = slot->error;
+  }
+  reloading_ = false;
+  log_.info("reloaded: " + std::to_string(outcome.started.size()) + " started, " + std::to_string(outcome.stopped.size()) +
+            " stopped, " + std::to_string(outcome.restarted.size()) + " restarted, " + std::to_string(outcome.kept.size()) +
+            " kept, " + std::to_string(outcome.failed.size()) + " failed to start");
+  co_return outcome;
 }
 
 Result<std::shared_ptr<Daemon::ReloadPlan>> Daemon::plan_reload() const {
@@ -161,7 +161,6 @@ control::ReloadOutcome Daemon::apply_reload(ReloadPlan& plan) {
   gone.clear();
   config_ = std::move(plan.next);
   std::vector<std::string> started;
-  std::map<std::string, std::string> failed;
   for (const auto& desk : config_.desks) {
     if (auto kept = slots_.find(desk.name); kept != slots_.end()) {
       kept->second->config = desk;  // the same desk; where the file wrote it may have moved
@@ -177,14 +176,9 @@ control::ReloadOutcome Daemon::apply_reload(ReloadPlan& plan) {
       slots_.emplace(desk.name, std::move(slot));
     }
     // Once deskd began to stop meanwhile, new desks stay stopped: stop() waits for this reload.
-    if (stopping_) continue;
-    if (!start_slot(placed)) failed[desk.name] = placed.error;
+    if (!stopping_) plan.to_start.push_back(&placed);
   }
-  reloading_ = false;
-  log_.info("reloaded: " + std::to_string(started.size()) + " started, " + std::to_string(plan.stopped.size()) +
-            " stopped, " + std::to_string(plan.restarted.size()) + " restarted, " + std::to_string(plan.kept.size()) +
-            " kept, " + std::to_string(failed.size()) + " failed to start");
-  return control::ReloadOutcome{std::move(started), plan.stopped, plan.restarted, plan.kept, std::move(failed)};
+  return control::ReloadOutcome{std::move(started), plan.stopped, plan.restarted, plan.kept, {}};
 }
 
 }  // namespace deskd::app

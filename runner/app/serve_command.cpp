@@ -33,8 +33,11 @@ const char* const kServeUsage =
     "\n"
     "Runs every desk of FILE on one event loop and serves deskctl on the control socket\n"
     "named by [runner] socket. Logs go to stderr (journald keeps them under systemd).\n"
-    "Tells systemd READY=1 once the desks are started and STOPPING=1 when it stops\n"
-    "(Type=notify), and WATCHDOG=1 at half of WatchdogSec= while its event loop runs.\n"
+    "The socket serves at once; desks start beside it, several at a time (deskctl desks\n"
+    "shows them \"starting\"; a message sent to one waits until it runs). Tells systemd\n"
+    "READY=1 once the socket serves, STATUS= how many desks run and which are kept stopped,\n"
+    "STOPPING=1 when it stops (Type=notify), and WATCHDOG=1 at half of WatchdogSec= while\n"
+    "its event loop runs.\n"
     "SIGHUP (or deskctl reload) reads FILE again: desks added, removed or changed are\n"
     "started, stopped or restarted, the others keep running; a config with a problem, or\n"
     "whose [runner] changed, is refused and logged, and the running one kept (RELOADING=1,\n"
@@ -234,10 +237,15 @@ int run_serve_command(std::span<const std::string_view> arguments) {
     return 1;
   }
   asio::co_spawn(io, log_events(daemon.subscribe(), log), asio::detached);
-  const std::size_t started = daemon.start();
+  // The socket serves from here on, while the desks start beside it: `deskctl desks` shows
+  // them "starting", and what is sent to one waits until it runs.
   asio::co_spawn(io, (*server)->run(), asio::detached);
-  log->info("deskd serving {} of {} desks on {}", started, daemon.desks().size(), socket_path.native());
-  notify_systemd("READY=1");
+  daemon.start([&daemon, log, socket_path](std::size_t started) {
+    log->info("deskd serving {} of {} desks on {}", started, daemon.desks().size(), socket_path.native());
+    notify_systemd(("STATUS=" + daemon.status_line()).c_str());
+  });
+  log->info("deskd listening on {}; starting {} desks", socket_path.native(), daemon.desks().size());
+  notify_systemd(("READY=1\nSTATUS=" + daemon.status_line()).c_str());
   if (std::uint64_t watchdog = 0; sd_watchdog_enabled(0, &watchdog) > 0) {
     asio::co_spawn(io, ping_watchdog(std::chrono::microseconds(watchdog)), asio::detached);
     log->info("pinging the systemd watchdog every {} ms", watchdog / 2000);

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <system_error>
 
 #include "policy/path_resolution.h"
@@ -52,6 +53,9 @@ std::vector<std::string> fields_of(std::string_view line) {
 
 std::vector<UidRegistration> parse(std::string_view text) {
   std::vector<UidRegistration> entries;
+  // Every desk of one deskd shares its state folder: one look per folder, not per entry,
+  // or a thousand desks starting would each look a thousand times.
+  std::map<std::filesystem::path, bool> live_folders;
   while (!text.empty()) {
     const std::size_t newline = text.find('\n');
     const std::string_view line = text.substr(0, newline);
@@ -64,7 +68,9 @@ std::vector<UidRegistration> parse(std::string_view text) {
     const unsigned long uid = std::strtoul(fields[0].c_str(), &end, 10);
     if (errno != 0 || end == fields[0].c_str() || *end != '\0' || uid > 4294967294UL) continue;
     UidRegistration entry{static_cast<uid_t>(uid), fields[1], fields[2], fields[3]};
-    if (is_live(entry)) entries.push_back(std::move(entry));
+    auto [known, inserted] = live_folders.try_emplace(entry.state_folder, false);
+    if (inserted) known->second = is_live(entry);
+    if (known->second) entries.push_back(std::move(entry));
   }
   return entries;
 }
