@@ -81,6 +81,9 @@ std::vector<json::string*> cuttable_texts(json::array& messages) {
   return texts;
 }
 
+// The beginning by which a text is recognised after cut_middle kept its head.
+std::string_view spared_start(const std::string& text) { return std::string_view(text).substr(0, 200); }
+
 }  // namespace
 
 std::size_t messages_bytes(const json::array& messages) { return json::serialize(messages).size(); }
@@ -102,8 +105,13 @@ InputCount counted_input(const ModelResponse& response, std::uint64_t estimate) 
   return {std::max(reported, estimate), true};
 }
 
-std::size_t cut_longest_texts(json::array& messages, std::size_t budget_bytes, std::size_t floor_bytes) {
+std::size_t cut_longest_texts(json::array& messages, std::size_t budget_bytes, std::size_t floor_bytes,
+                              const std::string& spared) {
   std::vector<json::string*> texts = cuttable_texts(messages);
+  if (!spared.empty()) {
+    const std::string_view start = spared_start(spared);
+    std::erase_if(texts, [start](const json::string* text) { return std::string_view(*text).starts_with(start); });
+  }
   std::set<const json::string*> cut;
   // Each pass cuts one text by the whole excess or down to its floor; escapes can leave a
   // little over, so a text may be cut twice, never more often than this bound allows.
@@ -125,7 +133,7 @@ std::size_t cut_longest_texts(json::array& messages, std::size_t budget_bytes, s
 
 bool holds_text(const json::array& messages, const std::string& text) {
   if (text.empty()) return true;
-  const std::string_view start = std::string_view(text).substr(0, 200);
+  const std::string_view start = spared_start(text);
   auto starts = [&start](const json::value* value) {
     return value != nullptr && value->is_string() && std::string_view(value->as_string()).starts_with(start);
   };

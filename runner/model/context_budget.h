@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "runner/model/model_provider.h"
 
@@ -38,8 +39,10 @@ InputCount counted_input(const ModelResponse& response, std::uint64_t estimate);
 /// tool calls; never thinking blocks, whose signature covers them — keeping each one's
 /// start and end around a marker and no fewer than `floor_bytes` of it, longest first,
 /// until the messages take at most `budget_bytes` or nothing is left to cut. Returns how
-/// many texts were cut.
-std::size_t cut_longest_texts(boost::json::array& messages, std::size_t budget_bytes, std::size_t floor_bytes);
+/// many texts were cut. A text that starts like `spared` (the turn's own message) is left
+/// whole; empty: none is.
+std::size_t cut_longest_texts(boost::json::array& messages, std::size_t budget_bytes, std::size_t floor_bytes,
+                              const std::string& spared = {});
 
 /// Whether a text block of `messages` starts with `text`'s beginning (a text that was
 /// cut by cut_longest_texts still counts as kept).

@@ -193,7 +193,9 @@ awaitable<void> ModelTurnRunner::compact(InputCount used, desk::TurnContext& con
   // 2. What summarising could not bound (one huge tool result, a kept half too long, a
   //    failed summary) is cut: the longest texts first, to half the share, so that the
   //    next rounds do not start past it again.
-  if (messages_bytes(transcript_) > share_budget) texts_cut += cut_longest_texts(transcript_, share_budget / 2, share_budget / 16);
+  if (messages_bytes(transcript_) > share_budget) {
+    texts_cut += cut_longest_texts(transcript_, share_budget / 2, share_budget / 16, turn_message_);
+  }
   // 3. Still past the window (summaries failing, many messages): older messages go,
   //    unsummarised, rather than a request the model cannot take and a session file that
   //    grows for ever. The turn's own message stays (replace_older).
@@ -205,7 +207,7 @@ awaitable<void> ModelTurnRunner::compact(InputCount used, desk::TurnContext& con
                               "model's context window.]");
     dropped += *split;
   }
-  // 4. The last resort: any text, down to its marker.
+  // 4. The last resort: any text, the turn's own message too, down to its marker.
   if (messages_bytes(transcript_) > window_budget) texts_cut += cut_longest_texts(transcript_, share_budget / 2, 0);
   if (summarised + dropped + texts_cut == 0) co_return;
   // The server's last count no longer describes the session.
