@@ -183,7 +183,15 @@ ToolRoundWatch told_to(desk::TurnContext& context, const std::vector<ToolCall>& 
 }  // namespace
 
 awaitable<ModelResponse> ModelTurnRunner::ask_for_turn(desk::TurnContext& context) {
-  ModelResponse response = co_await ask(watched_by(request(Purpose::turn, transcript_), context));
+  co_await keep_within_window(context);
+  ModelRequest built = request(Purpose::turn, transcript_);
+  const std::size_t bytes = request_bytes(built);
+  ModelResponse response = co_await ask(watched_by(std::move(built), context));
+  // What the request is counted as: the server's count when it fits the request's size.
+  last_request_bytes_ = bytes;
+  last_input_ = counted_input(response, estimated_tokens(bytes));
+  last_trusted_tokens_.reset();
+  if (!last_input_.estimated) last_trusted_tokens_ = last_input_.tokens;
   co_return response;
 }
 
@@ -192,6 +200,7 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
   if (registry_) registry_->prepare();
   if (!cut_note_.empty()) add_user_text(transcript_, std::exchange(cut_note_, std::string()));
   add_user_text(transcript_, message);
+  turn_message_ = message;
   std::string reply;
   std::string cut_reason;       // why the last reply was cut, if it was
   std::string before_the_cut;   // the cut reply that a continuation goes on from
@@ -216,7 +225,7 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
         reply = std::exchange(before_the_cut, std::string()) + response.text;
       }
       transcript_.push_back(json::object{{"role", "assistant"}, {"content", assistant_content(response)}});
-      co_await compact_if_needed(response, context);
+      co_await compact_if_needed(context);
       cut_reason = is_cut_reply(response.stop_reason) ? response.stop_reason : std::string();
       if (!cut_reason.empty()) {
         const bool go_on = response.tool_calls.empty() && cut_reason == "max_tokens" &&
@@ -283,97 +292,6 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
                 "; the user saw it only up to the cut.]";
   }
   co_return desk::TurnOutcome{reply, cut_reason};
-}
-
-namespace {
-
-bool holds_tool_results(const json::value& message) {
-  const json::object& object = message.as_object();
-  if (object.at("role") != "user") return false;
-  const json::value& content = object.at("content");
-  if (!content.is_array()) return false;
-  for (const auto& block : content.as_array()) {
-    if (block.is_object() && block.as_object().if_contains("type") != nullptr && block.at("type") == "tool_result") {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Where the transcript may be cut so that what is kept still makes sense to the model: at
-// a user message that starts a turn, or at an assistant message (whose preceding message,
-// summarised away, held no tool call waiting for it). Never at a user message holding
-// tool results: they would lose the tool calls they answer.
-std::optional<std::size_t> split_point(const json::array& transcript) {
-  for (std::size_t index = std::max<std::size_t>(transcript.size() / 2, 1); index + 1 < transcript.size(); ++index) {
-    const json::object& message = transcript[index].as_object();
-    if (message.at("role") == "user" && !holds_tool_results(transcript[index])) return index;
-    if (message.at("role") == "assistant") {
-      const json::value& before = transcript[index - 1];
-      if (before.as_object().at("role") == "user") return index;
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-awaitable<void> ModelTurnRunner::compact_if_needed(const ModelResponse& response, desk::TurnContext& context) {
-  const double used = static_cast<double>(response.usage.input_tokens + response.usage.cache_read_tokens +
-                                          response.usage.cache_write_tokens);
-  if (used <= settings_.compaction_share * settings_.context_window_tokens) co_return;
-  auto split = split_point(transcript_);
-  if (!split) co_return;
-  json::array older(transcript_.begin(), transcript_.begin() + static_cast<std::ptrdiff_t>(*split));
-  json::object request_text = text_message("user", "The session is getting too long for the context window. Summarise everything "
-                                       "above for yourself: decisions, open positions, what you were doing and what "
-                                       "is left, the facts you will need. Be complete but brief.");
-  // After tool results the request joins their message: user and assistant take turns.
-  if (older.back().as_object().at("role") == "user" && older.back().as_object().at("content").is_array()) {
-    older.back().as_object()["content"].as_array().push_back(request_text.at("content").as_array().front());
-  } else {
-    older.push_back(std::move(request_text));
-  }
-  // A summary that fails leaves the session as it was (a little too long, and asked again
-  // at the next reply past the share); only a /stop or a stopping desk ends the turn here.
-  ModelResponse summary;
-  std::exception_ptr failure;
-  try {
-    summary = co_await ask(request(Purpose::summary, std::move(older)));
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  // Not co_await inside &&: GCC 12 miscompiles co_await in a short-circuit expression.
-  const boost::asio::cancellation_state state = co_await boost::asio::this_coro::cancellation_state;
-  if (failure && state.cancelled() != boost::asio::cancellation_type::none) std::rethrow_exception(failure);
-  if (failure || summary.text.empty()) {
-    context.publish(desk::event_kind::kSessionCompactionFailed,
-                    {{"error", failure ? "The summary failed: " + describe_exception(failure)
-                                       : std::string("The summary came back empty.")},
-                     {"input_tokens", static_cast<std::uint64_t>(used)}});
-    co_return;
-  }
-  json::array kept;
-  json::object opening = text_message("user", "Summary of the earlier part of this session:\n" + summary.text);
-  std::size_t first_kept = *split;
-  // The kept part may start with a user message: the summary joins it, so that user and
-  // assistant still take turns.
-  if (transcript_[first_kept].as_object().at("role") == "user") {
-    json::array& content = opening["content"].as_array();
-    const json::value& original = transcript_[first_kept].as_object().at("content");
-    if (original.is_array()) {
-      for (const auto& block : original.as_array()) content.push_back(block);
-    } else if (original.is_string()) {
-      content.push_back(json::object{{"type", "text"}, {"text", original}});
-    }
-    ++first_kept;
-  }
-  kept.push_back(std::move(opening));
-  for (std::size_t index = first_kept; index < transcript_.size(); ++index) kept.push_back(transcript_[index]);
-  const std::size_t summarised = *split;
-  transcript_ = std::move(kept);
-  context.publish(desk::event_kind::kSessionCompacted,
-                  {{"messages_summarised", summarised}, {"input_tokens", static_cast<std::uint64_t>(used)}});
 }
 
 awaitable<std::string> ModelTurnRunner::side_question(std::string question) {

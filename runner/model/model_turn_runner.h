@@ -8,9 +8,11 @@
 // the cut with the next message.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runner/desk/turn_runner.h"
+#include "runner/model/context_budget.h"
 #include "runner/model/model_provider.h"
 
 namespace deskd::tools {
@@ -31,7 +33,10 @@ struct TurnRunnerSettings {
   std::size_t maximum_tool_result_bytes = 100000;
   /// The model's context window, in tokens. When a request's input passes
   /// `compaction_share` of it, the older part of the session is summarised into one
-  /// message before the next request (a tool call and its result are never split).
+  /// message before the next request (a tool call and its result are never split). The
+  /// input is the server's count, or estimated from the request's size when the server
+  /// sent none or an implausibly small one (context_budget.h); when summarising is not
+  /// enough, the longest texts are cut and, past the window, older messages dropped.
   std::uint32_t context_window_tokens = 200000;
   double compaction_share = 0.8;
   /// The provider's max_tokens, named in MODEL_REPLY_CUT events.
@@ -71,10 +76,27 @@ class ModelTurnRunner final : public desk::TurnRunner {
   boost::asio::awaitable<void> save_session();
   /// The next request of a turn, with `context` told of progress and retries.
   boost::asio::awaitable<ModelResponse> ask_for_turn(desk::TurnContext& context);
-  /// Summarises the older part of the transcript if `response` says the context is nearly
-  /// full; publishes SESSION_COMPACTED when it did, SESSION_COMPACTION_FAILED (transcript
-  /// unchanged) when the summary failed. Throws only when the turn is cancelled.
-  boost::asio::awaitable<void> compact_if_needed(const ModelResponse& response, desk::TurnContext& context);
+  /// The tokens the next turn request would take: the server's last plausible count plus
+  /// the estimate of what was added since, or the estimate of the whole request.
+  std::uint64_t next_request_tokens() const;
+  /// After a reply: compacts when the request just sent, or the next one, passes the share.
+  boost::asio::awaitable<void> compact_if_needed(desk::TurnContext& context);
+  /// Before a request: compacts when the request about to be sent passes the share (tool
+  /// results since the last reply can be far larger than the window).
+  boost::asio::awaitable<void> keep_within_window(desk::TurnContext& context);
+  /// Bounds the session (session_compaction.cpp): summarises the older part, cuts the
+  /// longest texts, and drops older messages while it is still past the window; publishes
+  /// SESSION_COMPACTED when it changed anything, SESSION_COMPACTION_FAILED when a summary
+  /// failed. Never drops the turn's own message. Throws only when the turn is cancelled.
+  boost::asio::awaitable<void> compact(InputCount used, desk::TurnContext& context);
+  /// The summary of transcript_[0, split), or nothing when it failed (and was published).
+  boost::asio::awaitable<std::optional<std::string>> summary_of(std::size_t split, InputCount used,
+                                                                desk::TurnContext& context);
+  /// Replaces transcript_[0, split) by one user message opening with `opening`, keeping
+  /// the turn's own message when it was among them.
+  void replace_older(std::size_t split, std::string opening);
+  /// The bytes of a turn request without its messages: system prompt and tools.
+  std::size_t fixed_request_bytes() const;
 
   std::shared_ptr<ModelProvider> provider_;
   std::shared_ptr<tools::ToolRegistry> registry_;
@@ -85,6 +107,13 @@ class ModelTurnRunner final : public desk::TurnRunner {
   boost::json::array transcript_;
   /// Said to the model with the next message: its last turn's reply was cut.
   std::string cut_note_;
+  /// The message of the turn being run: compaction never drops it.
+  std::string turn_message_;
+  /// The last turn request's size, what it was counted as, and the server's count when
+  /// it was plausible (cleared when compaction changes the transcript).
+  std::size_t last_request_bytes_ = 0;
+  InputCount last_input_;
+  std::optional<std::uint64_t> last_trusted_tokens_;
   std::uint64_t requests_ = 0;
   std::uint64_t tokens_ = 0;
 };

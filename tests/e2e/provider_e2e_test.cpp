@@ -1,7 +1,8 @@
 // deskd serve with the `openai` provider pointed at a fake Chat Completions server on
 // loopback, driven by deskctl ask: the real wire format both ways, a tool call streamed in
 // pieces and run in the sandbox, usage and cost, and the API key nowhere but in the
-// request's Authorization header — not in the sandbox, the log, the events or the journal.
+// request's Authorization header — not in the sandbox, the log, the events or the journal;
+// and a server that sends no usage still has the session kept within context_window.
 
 #include <gtest/gtest.h>
 
@@ -204,6 +205,31 @@ TEST(ProviderE2eTest, AReplyCutByItsLimitIsShownAsCutAndAskExitsWithFour) {
       << asked.output;
   ASSERT_EQ(server.requests().size(), 1u);
   EXPECT_EQ(json::parse(server.requests()[0].body).at("max_completion_tokens"), 16);
+}
+
+TEST(ProviderE2eTest, AServerThatSendsNoUsageStillHasItsSessionKeptWithinTheContextWindow) {
+  // A local OpenAI-compatible server that ignores stream_options: no usage chunk, ever.
+  FakeHttpServer server;
+  server.set_fallback([](const model::testing::RecordedRequest& request) {
+    const bool summary = request.body.find("Summarise everything above") != std::string::npos;
+    const std::string text = summary ? "SUMMARY: the user sent numbered notes." : "Noted. " + std::string(1000, 'r');
+    return FakeResponse::event_stream({{chunk(delta({{"role", "assistant"}, {"content", text}})) +
+                                        chunk(delta(json::object{}, "stop")) + "data: [DONE]\n\n"}});
+  });
+  ServeDaemon daemon({DeskSetup{.name = "alpha", .script = "", .model = openai_model(server, "context_window = 8000\n")}});
+  std::string why;
+  ASSERT_TRUE(daemon.start({std::string("DESKD_E2E_KEY=") + kKey}, &why)) << why;
+  // 300 turns of about 4 KB each: the window is 32 KB (4 bytes a token).
+  for (int turn = 0; turn < 300; ++turn) {
+    const DeskctlResult asked =
+        daemon.deskctl({"ask", "alpha", "Note " + std::to_string(turn) + ": " + std::string(3000, 'n')});
+    ASSERT_EQ(asked.exit_code, 0) << "turn " << turn << ": " << asked.output << asked.error_output;
+  }
+  const auto requests = server.requests();
+  for (const auto& request : requests) EXPECT_LE(request.body.size(), 8000u * 4) << "a request past the window";
+  EXPECT_NE(requests.back().body.find("Note 299: "), std::string::npos);
+  EXPECT_LE(file_text(daemon.session_path("alpha")).size(), 8000u * 4);
+  EXPECT_NE(file_text(daemon.journal_path("alpha")).find("SESSION_COMPACTED"), std::string::npos);
 }
 
 TEST(ProviderE2eTest, ADeskWhoseKeyIsMissingIsKeptStoppedWithAClearError) {

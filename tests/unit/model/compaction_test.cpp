@@ -11,6 +11,7 @@
 #include <deque>
 #include <set>
 
+#include "runner/model/context_budget.h"
 #include "runner/model/model_turn_runner.h"
 #include "runner/tools/tool_registry.h"
 
@@ -219,6 +220,45 @@ TEST_F(LongSessionTest, AResumedSessionEndingInAnUnansweredCallIsAnsweredFirst) 
   provider_->answers.push_back(answer("fine", 100));
   wait(runner.run_turn("again", context_));
   expect_a_valid_session(provider_->requests.back().messages);
+}
+
+ModelResponse uncounted(std::string text) {
+  ModelResponse response = answer(std::move(text), 0);
+  response.usage_reported = false;
+  return response;
+}
+
+TEST_F(LongSessionTest, WithoutCountsAndWithEverySummaryFailingOlderMessagesAreDroppedNotTheTurns) {
+  provider_->fail_summaries = true;
+  ModelTurnRunner runner(provider_, nullptr, settings_);  // a window of 1,000 tokens: 4 KB
+  for (int turn = 0; turn < 30; ++turn) {
+    provider_->answers.push_back(uncounted("reply " + std::string(300, 'r')));
+    const std::string message = "turn " + std::to_string(turn) + " " + std::string(300, 'm');
+    wait(runner.run_turn(message, context_));
+    EXPECT_LE(estimated_tokens(messages_bytes(runner.transcript())), 1000u) << "after turn " << turn;
+    EXPECT_TRUE(holds_text(runner.transcript(), message)) << "turn " << turn << " lost its own message";
+    expect_a_valid_session(runner.transcript());
+  }
+  for (const auto& request : provider_->requests) {
+    if (request.purpose == Purpose::turn) {
+      EXPECT_LE(estimated_tokens(messages_bytes(request.messages)), 1000u);
+    }
+  }
+  bool dropped = false;
+  for (const auto& [kind, data] : context_.events) {
+    dropped = dropped || (kind == "SESSION_COMPACTED" && data.at("messages_dropped").to_number<std::uint64_t>() > 0);
+  }
+  EXPECT_TRUE(dropped);
+}
+
+TEST_F(LongSessionTest, ALongTurnThatSummarisesItsOwnMessageKeepsItWordForWord) {
+  ModelTurnRunner runner(provider_, nullptr, settings_);
+  for (int round = 0; round < 4; ++round) provider_->answers.push_back(tool_call("c" + std::to_string(round), 100));
+  provider_->answers.push_back(tool_call("c4", 900));
+  provider_->answers.push_back(answer("done", 100));
+  EXPECT_EQ(wait(runner.run_turn("Rebalance the book to 40% cash.", context_)).reply, "done");
+  EXPECT_TRUE(holds_text(runner.transcript(), "The request this turn works on:\nRebalance the book to 40% cash."));
+  expect_a_valid_session(runner.transcript());
 }
 
 }  // namespace
