@@ -277,14 +277,16 @@ Result<void> tear_down(const QuotaSite& site) {
 
 PlacesQuotaMounts& PlacesQuotaMounts::operator=(PlacesQuotaMounts&& other) noexcept {
   if (this != &other) {
-    (void)release();
+    release_and_report();
     holders_ = std::move(other.holders_);
     report_ = std::move(other.report_);
   }
   return *this;
 }
 
-PlacesQuotaMounts::~PlacesQuotaMounts() {
+PlacesQuotaMounts::~PlacesQuotaMounts() { release_and_report(); }
+
+void PlacesQuotaMounts::release_and_report() noexcept {
   auto released = release();
   if (released.ok()) return;
   if (report_) {

@@ -51,11 +51,13 @@ class PlacesQuotaMounts {
   /// Lets go now; when this was the last holder, takes the mounts down. The error lists what
   /// could not be taken down. Afterwards the handle holds nothing.
   Result<void> release();
+  /// Whether this handle still holds the mounts (not released, not moved from).
   bool holds() const { return holders_ != nullptr; }
 
  private:
   friend Result<PlacesQuotaMounts> give_places_a_quota(const SandboxSpec&, const std::filesystem::path&,
                                                        const DiskQuota&, Report);
+  void release_and_report() noexcept;
   std::shared_ptr<QuotaHolders> holders_;
   Report report_;
 };

@@ -242,6 +242,20 @@ TEST_F(DiskQuotaTest, AnotherMountAtAPlaceIsRefusedAndLeftInPlace) {
   expect_nothing_left();
 }
 
+TEST_F(DiskQuotaTest, AMountSomeoneStackedOnAPlaceIsLeftAloneAndTheReleaseSaysWhatStayed) {
+  auto given = give_places_a_quota(*spec_, quota_folder(), kSmallQuota);
+  ASSERT_TRUE(given.ok()) << given.error().what;
+  ASSERT_EQ(::mount("tmpfs", (desk() / "scratch").c_str(), "tmpfs", 0, "size=1m"), 0);
+  auto released = given->release();
+  ASSERT_FALSE(released.ok()) << "the image's bind under the tmpfs keeps the loop device";
+  EXPECT_THAT(released.error().what, HasSubstr("left something behind"));
+  EXPECT_THAT(released.error().what, HasSubstr("stays attached to " + image().native()));
+  EXPECT_EQ(mounts_at_path(desk() / "scratch"), 2u) << "the tmpfs on top, the image's bind below: both stay";
+  EXPECT_EQ(mounts_at_path(desk() / "notes"), 0u);
+  EXPECT_EQ(mounts_at_path(quota_folder() / "places"), 0u);
+  EXPECT_FALSE(given->holds());
+}
+
 TEST(MountTableTest, ParsesMountinfoLinesAndDecodesEscapes) {
   const auto table = parse_mount_table(
       "36 35 98:0 / /mnt/a\\040b rw,noatime master:1 - ext3 /dev/root rw\n"
