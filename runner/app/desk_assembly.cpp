@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
 
 #include "base/unique_fd.h"
 #include "runner/app/desk_ids.h"
@@ -145,8 +148,12 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
     // One inode per 16 KiB unless the config says otherwise, as mkfs would for small files.
     const sandbox::DiskQuota quota{*sandbox_settings.disk_quota_bytes,
                                    sandbox_settings.inode_quota.value_or(*sandbox_settings.disk_quota_bytes / 16384)};
-    auto given = sandbox::give_places_a_quota(*spec, state / "quota", quota);
+    auto given = sandbox::give_places_a_quota(*spec, state / "quota", quota, [](const std::string& problem) {
+      if (auto log = spdlog::get("deskd")) return log->error(problem);
+      std::fprintf(stderr, "deskd: %s\n", problem.c_str());
+    });
     if (!given.ok()) return step_failed("giving the desk its disk quota", given.error());
+    desk->quota_mounts = std::move(given).value();
   }
   if (auto tried = try_sandbox(*spec); !tried.ok()) return step_failed("starting the sandbox", tried.error());
 

@@ -24,10 +24,13 @@
 #include "runner/desk/usage_tracker.h"
 #include "runner/egress/egress_proxy.h"
 #include "runner/tools/proposal_store.h"
+#include "sandbox/disk_quota.h"
 
 namespace deskd::app {
 
 struct AssembledDesk {
+  /// Declared first, so destroyed last: the mounts go once every sandbox of the desk has.
+  sandbox::PlacesQuotaMounts quota_mounts;
   std::string model_description;  ///< "script", "anthropic:claude-..."
   std::shared_ptr<tools::ProposalStore> proposals;
   std::optional<policy::PathPolicy> path_policy;  ///< the desk's view, for accepting proposals

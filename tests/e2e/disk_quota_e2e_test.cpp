@@ -28,8 +28,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// deskd leaves a quota's mounts in place (the person reads the places through them); the
-// test takes them down before its folder goes.
+// deskd takes a quota's mounts down when it stops (quota_mounts_e2e_test checks that); this
+// takes down whatever a failed run left, before the test's folder goes.
 void unmount_quota(const ServeDaemon& daemon, const std::string& desk) {
   for (const char* place : {"Memory.md", "memory", "notes", "scratch"}) {
     ::umount2((daemon.desk_directory(desk) + "/" + place).c_str(), MNT_DETACH);
