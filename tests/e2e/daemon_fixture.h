@@ -106,6 +106,9 @@ class ServeDaemon {
   /// disk_quota_mb = "none"; then `tables` (TOML tables such as [model]); then the desks.
   explicit ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings = "",
                        std::string tables = "");
+  /// The same for desks listed at run time (the density test's hundreds of desks).
+  explicit ServeDaemon(const std::vector<DeskSetup>& desks, std::string runner_settings = "",
+                       std::string tables = "");
   ~ServeDaemon();
   ServeDaemon(const ServeDaemon&) = delete;
   ServeDaemon& operator=(const ServeDaemon&) = delete;
