@@ -242,11 +242,12 @@ def one_run(binary, desks, settle_seconds, timeout, keep):
         began = time.monotonic()
         process = subprocess.Popen([binary, "serve", "--config", os.path.join(folder, "deskd.toml")],
                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        # Each figure is kept as soon as it is known: a run that fails later still reports it.
         socket_seen = wait_for_socket(process, socket_path, timeout)
-        answered, reply = first_answer(process, socket_path, timeout)
-        ready = wait_all_ready(process, socket_path, desks, reply, timeout)
         result["socket_s"] = socket_seen - began
+        answered, reply = first_answer(process, socket_path, timeout)
         result["first_answer_ms"] = (answered - socket_seen) * 1e3
+        ready = wait_all_ready(process, socket_path, desks, reply, timeout)
         result["ready_s"] = ready - began
         time.sleep(settle_seconds)
         result["deskd_rss_kb"] = status_kb(process.pid, "VmRSS")
