@@ -282,7 +282,10 @@ bool ControlConnection::closed_by_peer(std::chrono::milliseconds timeout) {
 
 // --- ServeDaemon ---
 
-ServeDaemon::ServeDaemon(std::vector<DeskSetup> desks, std::string runner_settings, std::string tables) {
+ServeDaemon::ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings, std::string tables)
+    : ServeDaemon(std::vector<DeskSetup>(desks), std::move(runner_settings), std::move(tables)) {}
+
+ServeDaemon::ServeDaemon(const std::vector<DeskSetup>& desks, std::string runner_settings, std::string tables) {
   std::string pattern = "/var/tmp/deskd-serve-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
     std::perror("mkdtemp");

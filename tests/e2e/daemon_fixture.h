@@ -105,10 +105,10 @@ class ServeDaemon {
   /// folder, shutdown_grace_seconds = 1, plus `runner_settings` lines; [sandbox] with
   /// disk_quota_mb = "none"; then `tables` (TOML tables such as [model]); then the desks.
   explicit ServeDaemon(std::initializer_list<DeskSetup> desks, std::string runner_settings = "",
-                       std::string tables = "")
-      : ServeDaemon(std::vector<DeskSetup>(desks), std::move(runner_settings), std::move(tables)) {}
-  /// As above, for desks made in a loop (tests of hundreds of desks).
-  explicit ServeDaemon(std::vector<DeskSetup> desks, std::string runner_settings = "", std::string tables = "");
+                       std::string tables = "");
+  /// The same for desks listed at run time (the density test's hundreds of desks).
+  explicit ServeDaemon(const std::vector<DeskSetup>& desks, std::string runner_settings = "",
+                       std::string tables = "");
   ~ServeDaemon();
   ServeDaemon(const ServeDaemon&) = delete;
   ServeDaemon& operator=(const ServeDaemon&) = delete;
