@@ -1,6 +1,6 @@
 #pragma once
 // Daemon: every desk of a config on one event loop, and the answers to the control socket.
-// start() assembles the desks concurrently on a few threads of their own, so the socket
+// start() assembles the desks concurrently on two threads of their own, so the socket
 // answers while they start (a starting desk says "starting" and holds what is sent to it;
 // a desk that cannot start is reported and kept stopped; the others run); stop() is the
 // two-phase shutdown: refuse new triggers, give running turns the grace period, then cancel
@@ -135,7 +135,7 @@ class Daemon final : public control::ControlService {
   bool reloading_ = false;
   std::size_t starting_ = 0;  // slots being assembled off the loop
   // Where desks are assembled: building a sandbox and trying it blocks for milliseconds, so
-  // off the event loop, a few at a time. Last member: joined before the slots go.
+  // off the event loop, two at a time. Last member: joined before the slots go.
   std::unique_ptr<boost::asio::thread_pool> assembly_threads_;
 };
 

@@ -33,7 +33,7 @@ const char* const kServeUsage =
     "\n"
     "Runs every desk of FILE on one event loop and serves deskctl on the control socket\n"
     "named by [runner] socket. Logs go to stderr (journald keeps them under systemd).\n"
-    "The socket serves at once; desks start beside it, several at a time (deskctl desks\n"
+    "The socket serves at once; desks start beside it, two at a time (deskctl desks\n"
     "shows them \"starting\"; a message sent to one waits until it runs). Tells systemd\n"
     "READY=1 once the socket serves, STATUS= how many desks run and which are kept stopped,\n"
     "STOPPING=1 when it stops (Type=notify), and WATCHDOG=1 at half of WatchdogSec= while\n"

@@ -205,10 +205,17 @@ TEST_F(ConfigTest, ADeskUnderTmpOrBehindAPrivateFolderOutsideTheSystemIsFine) {
 }
 
 TEST_F(ConfigTest, DesksAreStrangersByDefault) {
+  // Alpha sees the whole host, so every other desk's folder and secret is masked for it;
+  // beta (the minimal view) is given only what could be in its sight (issue 27: a thousand
+  // desks in one folder would each mask the other 999 for nothing). The full view needs a
+  // way to the folder the sandbox does not build itself.
+  fs::permissions(root_, fs::perms::others_exec | fs::perms::group_exec, fs::perm_options::add);
   const Config config = valid(R"([[desk]]
 name = "alpha"
 directory = "desks/alpha"
 hidden_paths = ["/srv/alpha-secret"]
+[desk.sandbox]
+host_view = "full"
 [[desk]]
 name = "beta"
 directory = "desks/beta"
@@ -223,7 +230,9 @@ hidden_paths = ["/srv/beta-secret", "desks/beta/keys"]
                                    root_ / "desks/beta", "/srv/beta-secret", root_ / "desks/beta/keys"}));
   EXPECT_EQ(beta.hidden_paths,
             (std::vector<fs::path>{"/srv/beta-secret", root_ / "desks/beta/keys", "/var/lib/deskd",
-                                   "/run/deskd/deskd.sock", root_ / "desks/alpha", "/srv/alpha-secret"}));
+                                   "/run/deskd/deskd.sock"}));
+  EXPECT_FALSE(in_sight(beta, root_ / "desks/alpha"));
+  EXPECT_FALSE(in_sight(beta, "/srv/alpha-secret"));
   EXPECT_THAT(alpha.readable_desks, IsEmpty());
   EXPECT_THAT(alpha.readable_desk_folders, IsEmpty());
 }
@@ -249,9 +258,38 @@ directory = "desks/gamma"
   EXPECT_THAT(alpha.hidden_paths, Not(Contains(root_ / "desks/beta")));
   EXPECT_THAT(alpha.hidden_paths, Not(Contains(root_ / "desks/gamma")));
   EXPECT_THAT(alpha.hidden_paths, Contains(root_ / "desks/beta/keys"));
-  // Reading is not mutual.
-  EXPECT_THAT(config.desks[1].hidden_paths, Contains(root_ / "desks/alpha"));
+  // Reading is not mutual: alpha's folder is not in beta's sight.
+  EXPECT_FALSE(in_sight(config.desks[1], root_ / "desks/alpha"));
   EXPECT_THAT(config.desks[1].readable_desk_folders, IsEmpty());
+}
+
+TEST_F(ConfigTest, UnderTheMinimalViewADeskMasksTheOtherDesksInItsSightOnly) {
+  fs::create_directories(root_ / "shelf/beta");
+  fs::create_directories(root_ / "desks/gamma");
+  const Config config = valid(R"([[desk]]
+name = "alpha"
+directory = "desks/alpha"
+[desk.sandbox]
+read_only_paths = ["shelf"]
+[[desk]]
+name = "beta"
+directory = "shelf/beta"
+hidden_paths = ["shelf/beta/keys"]
+[[desk]]
+name = "gamma"
+directory = "desks/gamma"
+)");
+  ASSERT_EQ(config.desks.size(), 3u);
+  const DeskConfig& alpha = config.desks[0];
+  // Beta's folder lies in what alpha may read, so it is masked, and its secret with it.
+  EXPECT_THAT(alpha.hidden_paths, Contains(root_ / "shelf/beta"));
+  EXPECT_THAT(alpha.hidden_paths, Contains(root_ / "shelf/beta/keys"));
+  // Gamma's is nowhere in alpha's view: nothing to mask.
+  EXPECT_THAT(alpha.hidden_paths, Not(Contains(root_ / "desks/gamma")));
+  EXPECT_FALSE(in_sight(alpha, root_ / "desks/gamma"));
+  EXPECT_TRUE(in_sight(alpha, root_ / "shelf/beta"));
+  EXPECT_TRUE(in_sight(alpha, "/usr/share/secret"));
+  EXPECT_TRUE(in_sight(alpha, "/"));  // a mask of / would hold every place it sees
 }
 
 TEST_F(ConfigTest, ReadableDesksMustNameOtherDesksOfTheConfig) {
