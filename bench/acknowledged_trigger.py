@@ -21,29 +21,13 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-
-def connect(path):
-    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    client.connect(path)
-    return client
-
-
-def call(client, reader, request):
-    client.sendall((json.dumps(request) + "\n").encode())
-    while True:
-        line = reader.readline()
-        if not line:
-            raise RuntimeError("deskd closed the connection")
-        reply = json.loads(line)
-        if reply.get("id") == request.get("id") and "ok" in reply:
-            return reply
+from control_socket import call, connect
 
 
 LONG_TURN = ('{"steps": [{"text": "waiting", "tool_calls": [{"name": "bash", "input": {"command": "sleep 600"}}]},'

@@ -15,16 +15,16 @@ the start (1 MB = 10^6 bytes).
 """
 
 import argparse
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from control_socket import call, connect
 
 MAXIMUM_SEND_TEXT_BYTES = 256 * 1024  # kMaximumSendTextBytes in runner/control/control_protocol.h
 
@@ -41,23 +41,6 @@ def reset_peak(pid):
     # Writing 5 to clear_refs sets VmHWM back to the current VmRSS (Linux 4.0 and later).
     with open(f"/proc/{pid}/clear_refs", "w") as clear_refs:
         clear_refs.write("5")
-
-
-def connect(path):
-    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    client.connect(path)
-    return client
-
-
-def call(client, reader, request):
-    client.sendall((json.dumps(request) + "\n").encode())
-    while True:
-        line = reader.readline()
-        if not line:
-            raise RuntimeError("deskd closed the connection")
-        reply = json.loads(line)
-        if reply.get("id") == request.get("id") and "ok" in reply:
-            return reply
 
 
 class Deskd:

@@ -30,13 +30,14 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from control_socket import call, connect
 
 # The script every desk plays: one bash command, then a closing text.
 TURN = {"steps": [{"text": "running", "tool_calls": [{"name": "bash", "input": {"command": 'echo "ran in $PWD"'}}]},
@@ -65,23 +66,6 @@ def status_kb(pid, name):
 def load_average():
     with open("/proc/loadavg") as loadavg:
         return float(loadavg.read().split()[0])
-
-
-def connect(path):
-    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    client.connect(path)
-    return client
-
-
-def call(client, reader, request):
-    client.sendall((json.dumps(request) + "\n").encode())
-    while True:
-        line = reader.readline()
-        if not line:
-            raise RuntimeError("deskd closed the connection")
-        reply = json.loads(line)
-        if reply.get("id") == request.get("id") and "ok" in reply:
-            return reply
 
 
 def descendants(root_pid):
