@@ -162,7 +162,8 @@ struct ConfigLoad {
 
 /// Whether `hidden` could be in the desk's sight. Under the minimal host view only the system
 /// folders, the desk's folder, its read-only paths and the desk folders it may read are
-/// there: a path that neither lies in nor holds one of them needs no mask, so a thousand
+/// there (and its proposable_paths, where deskd writes accepted proposals for it): a path
+/// that neither lies in nor holds one of them needs no mask, so a thousand
 /// desks in /srv/desks do not each mask the other 999. Under the full view, every path.
 bool in_sight(const DeskConfig& desk, const std::filesystem::path& hidden);
 

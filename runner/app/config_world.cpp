@@ -160,8 +160,11 @@ bool in_sight(const DeskConfig& desk, const std::filesystem::path& hidden) {
   for (const char* folder : sandbox::kShownSystemFolders) {
     if (meets(path(folder))) return true;
   }
+  // Proposals may name files under proposable_paths, which deskd writes for the desk once a
+  // person accepts: another desk's folder there must stay hidden from this one.
   return std::any_of(desk.sandbox.read_only_paths.begin(), desk.sandbox.read_only_paths.end(), meets) ||
-         std::any_of(desk.readable_desk_folders.begin(), desk.readable_desk_folders.end(), meets);
+         std::any_of(desk.readable_desk_folders.begin(), desk.readable_desk_folders.end(), meets) ||
+         std::any_of(desk.proposable_paths.begin(), desk.proposable_paths.end(), meets);
 }
 
 }  // namespace deskd::app

@@ -41,7 +41,9 @@ Daemon::Daemon(asio::any_io_executor executor, Config config, const Clock& clock
 }
 
 Daemon::~Daemon() {
-  // An assembly still under way (the loop stopped without stop()) ends before its slot goes.
+  // An assembly still under way (the loop stopped without stop()) ends before its slot goes;
+  // the ones still waiting are not begun.
+  abandon_starting_ = true;
   if (assembly_threads_) assembly_threads_->join();
   // stop() has run (or the loop is gone): the desks' coroutines are over, so their parts can go.
   for (auto& [name, slot] : slots_) slot->desk.reset();
@@ -88,155 +90,9 @@ void Daemon::track_waiting(const desk::Event& event) {
   slot.waiting.erase(waiting);
 }
 
-void Daemon::start(std::function<void(std::size_t started)> started) {
-  // Ids go on from the journals' last one, so "events after e-22" means the same after a
-  // restart, and their last events are history again. One more than the history keeps, so
-  // that it knows when older ones are missing.
-  const desk::PastEvents past =
-      desk::read_recent_events(desk::journals_under(config_.runner.state_folder / "desks"), 10001);
-  bus_.continue_numbering_after(past.highest_event_number);
-  for (const desk::Event& event : past.events) history_.add(event);
-  std::vector<Slot*> every_slot;
-  for (auto& [name, slot] : slots_) every_slot.push_back(slot.get());
-  // Starting from here on, so that what the socket answers from now says so.
-  for (Slot* slot : every_slot) begin_starting(*slot);
-  asio::co_spawn(
-      executor_,
-      [this, every_slot = std::move(every_slot)]() -> asio::awaitable<std::size_t> {
-        co_await wait_until_started(every_slot);
-        std::size_t running = 0;
-        for (Slot* slot : every_slot) running += slot->desk_running ? 1 : 0;
-        co_return running;
-      },
-      [started = std::move(started)](std::exception_ptr escaped, std::size_t running) {
-        if (escaped) std::rethrow_exception(escaped);
-        started(running);
-      });
-}
-
-std::string Daemon::status_line() const {
-  std::size_t running = 0;
-  std::vector<std::string> stopped;
-  for (const auto& [name, slot] : slots_) {
-    if (slot->desk_running) {
-      ++running;
-    } else if (!slot->starting) {
-      stopped.push_back(name);
-    }
-  }
-  const std::string of = std::to_string(running) + " of " + std::to_string(slots_.size()) + " desks";
-  if (starting_ > 0) return "starting: " + of + " running, " + std::to_string(starting_) + " starting";
-  std::string line = "serving " + of;
-  if (stopped.empty()) return line;
-  // STATUS= is one line for `systemctl status`; deskctl desks has the whole list.
-  constexpr std::size_t kNamed = 8;
-  line += "; kept stopped: ";
-  for (std::size_t index = 0; index < stopped.size() && index < kNamed; ++index) line += (index ? ", " : "") + stopped[index];
-  if (stopped.size() > kNamed) line += " and " + std::to_string(stopped.size() - kNamed) + " more";
-  return line;
-}
-
-asio::awaitable<void> Daemon::start_slots(std::vector<Slot*> slots) {
-  for (Slot* slot : slots) begin_starting(*slot);
-  co_await wait_until_started(std::move(slots));
-}
-
-asio::awaitable<void> Daemon::wait_until_started(std::vector<Slot*> slots) {
-  asio::steady_timer timer(executor_);
-  const auto any_starting = [&] {
-    return std::any_of(slots.begin(), slots.end(), [](const Slot* slot) { return slot->starting; });
-  };
-  while (any_starting()) {
-    timer.expires_after(std::chrono::milliseconds(5));
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
-}
-
-void Daemon::begin_starting(Slot& slot) {
-  slot.error.clear();
-  slot.starting = true;
-  ++starting_;
-  if (!assembly_threads_) {
-    // Two threads, whatever the cores: each desk's first sandboxed `true` is a clone of all
-    // of deskd, and every clone write-protects deskd's memory; threads writing to it on other
-    // cores then fault and shoot down each other's TLBs. Measured with 300 script desks on 2
-    // cores: 1 thread 7.8 s, 2 threads 8.7 s, 4 threads 10.8 s, 8 threads 11.0 s. Two, so that
-    // a desk whose quota image is being made (seconds) does not hold up every other desk.
-    assembly_threads_ = std::make_unique<asio::thread_pool>(2);
-  }
-  asio::post(*assembly_threads_, [this, &slot] {
-    auto assembled = std::make_shared<Result<std::unique_ptr<AssembledDesk>>>(Error::make(ErrorCode::internal, ""));
-    try {
-      *assembled = assemble_desk(executor_, config_, slot.config, bus_, clock_);
-    } catch (const std::exception& error) {
-      *assembled = Error::make(ErrorCode::internal, std::string("assembling the desk failed: ") + error.what());
-    }
-    asio::post(executor_, [this, &slot, assembled] { finish_starting(slot, std::move(*assembled)); });
-  });
-}
-
-void Daemon::finish_starting(Slot& slot, Result<std::unique_ptr<AssembledDesk>> assembled) {
-  slot.starting = false;
-  --starting_;
-  const std::string& name = slot.config.name;
-  if (assembled.ok() && stopping_) {
-    assembled = Error::make(ErrorCode::refused, "deskd began to stop before the desk had started.");
-  }
-  if (!assembled.ok()) {
-    slot.error = assembled.error().what;
-    log_.error("desk " + name + " is kept stopped: " + slot.error);
-    std::error_code ignored;
-    std::filesystem::create_directories(desk_state_folder(config_, name), ignored);
-    if (auto journal = desk::Journal::open(desk_state_folder(config_, name) / "journal.jsonl"); journal.ok()) {
-      slot.failure_journal.emplace(std::move(journal).value());
-    }
-    bus_.publish(name, desk::event_kind::kDeskFailed, {{"error", slot.error}});
-    release_held(slot, Error::make(ErrorCode::refused, "Desk '" + name + "' could not start: " + slot.error));
-    return;
-  }
-  slot.failure_journal.reset();
-  slot.desk = std::move(assembled).value();
-  spawn_desk_part(slot.desk->runtime->run(), slot.stop_desk, slot.desk_running, "desk " + name);
-  spawn_desk_part(slot.desk->scheduler->run(), slot.stop_scheduler, slot.scheduler_running,
-                  "the schedules of desk " + name);
-  log_.info("desk " + name + " started (" + slot.desk->model_description + ", " + slot.config.mode + ", " +
-            std::to_string(slot.config.schedules.size()) + " schedules)");
-  release_held(slot, std::nullopt);
-}
-
-void Daemon::release_held(Slot& slot, const std::optional<Error>& refusal) {
-  std::vector<Slot::HeldSend> held;
-  {
-    const std::lock_guard lock(waiting_mutex_);
-    held.swap(slot.held);
-    slot.held_bytes = 0;
-  }
-  for (auto& each : held) {
-    if (refusal) {
-      each.sent(*refusal);
-    } else {
-      send(slot.config.name, each.text, each.sender, std::move(each.sent));
-    }
-  }
-}
-
-void Daemon::spawn_desk_part(asio::awaitable<void> part, asio::cancellation_signal& stop, bool& running,
-                             std::string what) {
-  running = true;
-  asio::co_spawn(executor_, std::move(part),
-                 asio::bind_cancellation_slot(stop.slot(), [this, &running, what = std::move(what)](std::exception_ptr escaped) {
-                   running = false;
-                   if (!escaped) return;
-                   try {
-                     std::rethrow_exception(escaped);
-                   } catch (const std::exception& error) {
-                     log_.error(what + " ended: " + error.what());
-                   }
-                 }));
-}
-
 asio::awaitable<void> Daemon::stop(std::chrono::milliseconds grace) {
   stopping_ = true;
+  abandon_starting_ = true;
   asio::steady_timer timer(executor_);
   // A reload under way finishes first (it starts nothing once deskd is stopping), and desks
   // being assembled come back (kept stopped), so that the desks below are every desk there is.
@@ -377,21 +233,6 @@ std::optional<Error> Daemon::refuse_if_full(const Slot& slot, std::size_t more) 
                                              " messages waiting, and takes at most " +
                                              std::to_string(kMaximumWaitingBytesPerDesk) +
                                              " (64 MiB); send this again once it has worked through some of them.");
-}
-
-void Daemon::hold(Slot& slot, const std::string& text, const std::string& sender,
-                  std::function<void(Result<std::string>)> sent) {
-  std::optional<Error> full;
-  {
-    const std::lock_guard lock(waiting_mutex_);
-    full = refuse_if_full(slot, text.size());
-    if (!full) {
-      slot.held.push_back({text, sender, std::move(sent)});
-      slot.held_bytes += text.size();
-      return;
-    }
-  }
-  sent(std::move(*full));  // not under the lock: answering may publish, and the sinks take it
 }
 
 Result<std::vector<desk::CommandEntry>> Daemon::commands(const std::string& desk_name) const {

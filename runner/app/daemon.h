@@ -11,6 +11,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -42,6 +43,9 @@ struct DaemonLog {
 /// waiting message in memory; a client that sends faster than the desk works must be told
 /// no rather than grow deskd without bound.
 inline constexpr std::size_t kMaximumWaitingBytesPerDesk = std::size_t{64} << 20;
+/// What a message held for a starting desk is counted as beyond its text: its sender, its
+/// callback and their allocations, so that a million one-byte sends are not 1 MB.
+inline constexpr std::size_t kHeldMessageOverhead = 256;
 
 class Daemon final : public control::ControlService {
  public:
@@ -134,6 +138,7 @@ class Daemon final : public control::ControlService {
   bool stopping_ = false;
   bool reloading_ = false;
   std::size_t starting_ = 0;  // slots being assembled off the loop
+  std::atomic<bool> abandon_starting_ = false;  // stop() began: assemblies not yet begun are not
   // Where desks are assembled: building a sandbox and trying it blocks for milliseconds, so
   // off the event loop, two at a time. Last member: joined before the slots go.
   std::unique_ptr<boost::asio::thread_pool> assembly_threads_;

@@ -204,6 +204,10 @@ int run_serve_command(std::span<const std::string_view> arguments) {
 
   ::signal(SIGPIPE, SIG_IGN);
   asio::io_context io;
+  // Caught from here on, before the socket exists: a SIGTERM sent as soon as it appears
+  // (desks still starting) stops deskd cleanly instead of killing it. Signals that come
+  // before the wait below are kept for it.
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   SystemClock clock;
   const auto grace = config.runner.shutdown_grace;
   const std::uint32_t client_buffer_mb = config.runner.client_buffer_mb;
@@ -252,7 +256,6 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   }
 
   bool stopped_cleanly = false;
-  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   const auto shutdown = [&]() -> asio::awaitable<void> {
     notify_systemd("STOPPING=1");
     // Clients are answered through the grace, with a clear "stopping" instead of a closed
