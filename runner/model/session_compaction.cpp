@@ -164,10 +164,13 @@ void ModelTurnRunner::replace_older(std::size_t split, std::string opening_text)
   for (std::size_t index = first_kept; index < transcript_.size(); ++index) kept.push_back(transcript_[index]);
   // A long turn may pass its own message to the older part: the model still needs to know
   // what it is doing, word for word, not only as the summary retells it.
+  // The message is a block of its own, beginning as it did, so the cutting below still
+  // spares it and a later compaction finds it kept instead of putting it back again.
   if (!holds_text(kept, turn_message_)) {
     json::array& opening_content = kept.front().as_object()["content"].as_array();
     opening_content.insert(opening_content.begin() + 1,
-                           json::object{{"type", "text"}, {"text", "The request this turn works on:\n" + turn_message_}});
+                           {json::object{{"type", "text"}, {"text", "The request this turn works on:"}},
+                            json::object{{"type", "text"}, {"text", turn_message_}}});
   }
   transcript_ = std::move(kept);
 }

@@ -257,7 +257,17 @@ TEST_F(LongSessionTest, ALongTurnThatSummarisesItsOwnMessageKeepsItWordForWord) 
   provider_->answers.push_back(tool_call("c4", 900));
   provider_->answers.push_back(answer("done", 100));
   EXPECT_EQ(wait(runner.run_turn("Rebalance the book to 40% cash.", context_)).reply, "done");
-  EXPECT_TRUE(holds_text(runner.transcript(), "The request this turn works on:\nRebalance the book to 40% cash."));
+  // Put back beside the summary, a block of its own after its label: the cutting spares it
+  // there, and the next compaction finds it rather than adding it again.
+  EXPECT_TRUE(holds_text(runner.transcript(), "The request this turn works on:"));
+  const json::array& opening = runner.transcript().front().as_object().at("content").as_array();
+  std::size_t copies = 0;
+  for (std::size_t index = 0; index + 1 < opening.size(); ++index) {
+    if (opening[index].as_object().at("text") != "The request this turn works on:") continue;
+    EXPECT_EQ(opening[index + 1].as_object().at("text"), "Rebalance the book to 40% cash.");
+    ++copies;
+  }
+  EXPECT_EQ(copies, 1U);
   expect_a_valid_session(runner.transcript());
 }
 
