@@ -240,8 +240,18 @@ Result<void> set_up(const SandboxSpec& spec, const fs::path& folder, const DiskQ
 // now and lets go of the image once its last user does.
 void take_down(const std::vector<MountEntry>& table, const fs::path& path, dev_t image_device, const std::string& root,
                std::vector<std::string>& problems, bool& lazily) {
+  // A lazy unmount takes every mount beneath along: never someone else's.
+  const std::string beneath = path.native() + "/";
+  const bool foreign_beneath = std::any_of(table.begin(), table.end(), [&](const MountEntry& entry) {
+    return entry.mount_point.starts_with(beneath) && entry.device != image_device;
+  });
   for (std::size_t count = mounts_on_top(table, path.native(), image_device, root); count > 0; --count) {
     if (::umount2(path.c_str(), UMOUNT_NOFOLLOW) == 0) continue;
+    if (errno == EBUSY && foreign_beneath) {
+      problems.push_back("unmounting " + path.native() + ": busy, and another mount lies beneath it, which a lazy "
+                         "unmount would take along; left in place");
+      return;
+    }
     if (errno == EBUSY && ::umount2(path.c_str(), UMOUNT_NOFOLLOW | MNT_DETACH) == 0) {
       lazily = true;
       continue;
