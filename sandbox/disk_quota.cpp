@@ -261,7 +261,7 @@ void take_down(const std::vector<MountEntry>& table, const fs::path& path, dev_t
   }
 }
 
-Result<void> tear_down(const QuotaSite& site) {
+Result<void> tear_down(const QuotaSite& site, std::chrono::milliseconds patience) {
   auto table = read_mount_table();
   if (!table.ok()) {
     return Error::make(ErrorCode::system, "The disk quota mounts of " + site.mount_point.native() +
@@ -274,12 +274,13 @@ Result<void> tear_down(const QuotaSite& site) {
   }
   take_down(*table, site.mount_point, site.image_device, "/", problems, lazily);
   if (problems.empty() && !lazily) {
-    // Not waited for long: this runs on the event loop when a reload takes a desk down. The
+    // Waited for `patience` only: on the event loop (a reload taking a desk down), briefly. The
     // device stays attached for as long as another desk's sandbox holds a copy of the mount
     // (a desk that reads this one, a full host view): AUTOCLEAR detaches it when the last of
     // them ends, and a deskd started meanwhile adopts it, so that is not reported. A mount of
     // the image still in deskd's own table (under one someone stacked on it) is.
-    auto detached = make_sure_loop_device_detached(site.loop_device, site.image.native(), site.image_status, 200);
+    auto detached = make_sure_loop_device_detached(site.loop_device, site.image.native(), site.image_status,
+                                                   static_cast<int>(patience.count()));
     if (!detached.ok()) {
       auto after = read_mount_table();
       const bool ours_left = !after.ok() || std::any_of(after->begin(), after->end(), [&](const MountEntry& entry) {
@@ -317,7 +318,7 @@ void PlacesQuotaMounts::release_and_report() noexcept {
   }
 }
 
-Result<void> PlacesQuotaMounts::release() {
+Result<void> PlacesQuotaMounts::release(std::chrono::milliseconds patience) {
   if (!holders_) return success();
   const auto holders = std::move(holders_);
   holders_.reset();
@@ -328,7 +329,7 @@ Result<void> PlacesQuotaMounts::release() {
     last = --holders->count == 0;
   }
   if (!last || !holders->site) return success();
-  auto torn = tear_down(*holders->site);
+  auto torn = tear_down(*holders->site, patience);
   holders->site.reset();
   return torn;
 }
@@ -372,7 +373,7 @@ Result<PlacesQuotaMounts> give_places_a_quota(const SandboxSpec& spec, const fs:
     handle.holders_.reset();
     // Nobody else holds the image: what this attempt mounted (or adopted) goes again.
     if (last && !site.loop_device.empty()) {
-      if (auto torn = tear_down(site); !torn.ok()) done = Error{done.error().code, done.error().error_number,
+      if (auto torn = tear_down(site, std::chrono::milliseconds(2000)); !torn.ok()) done = Error{done.error().code, done.error().error_number,
                                                                  done.error().what + " " + torn.error().what};
       holders->site.reset();
     }

@@ -14,6 +14,7 @@
 // done, and a deskd started after a killed one adopts what it left (the same loop device,
 // the same mounts) instead of stacking new ones.
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -49,8 +50,11 @@ class PlacesQuotaMounts {
   ~PlacesQuotaMounts();
 
   /// Lets go now; when this was the last holder, takes the mounts down. The error lists what
-  /// could not be taken down. Afterwards the handle holds nothing.
-  Result<void> release();
+  /// could not be taken down. Afterwards the handle holds nothing. `patience`: how long to
+  /// wait for the loop device to detach itself (the kernel lets go of it once the desk's
+  /// last sandbox namespace is torn down, just after its processes end): short on the
+  /// event loop (a reload, the destructor), longer when deskd stops.
+  Result<void> release(std::chrono::milliseconds patience = std::chrono::milliseconds(200));
   /// Whether this handle still holds the mounts (not released, not moved from).
   bool holds() const { return holders_ != nullptr; }
 

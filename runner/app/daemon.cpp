@@ -46,7 +46,16 @@ Daemon::~Daemon() {
   abandon_starting_ = true;
   if (assembly_threads_) assembly_threads_->join();
   // stop() has run (or the loop is gone): the desks' coroutines are over, so their parts can go.
-  for (auto& [name, slot] : slots_) slot->desk.reset();
+  // The quota mounts last, with time for the kernel to let go of the loop device once the
+  // desk's last sandbox (its file opener among them) is gone: deskd stops, nothing waits on it.
+  for (auto& [name, slot] : slots_) {
+    if (!slot->desk) continue;
+    sandbox::PlacesQuotaMounts quota_mounts = std::move(slot->desk->quota_mounts);
+    slot->desk.reset();
+    if (auto released = quota_mounts.release(std::chrono::seconds(2)); !released.ok()) {
+      log_.error("desk " + name + ": " + released.error().what);
+    }
+  }
 }
 
 // The desks journal their own events; what is published about a desk outside its runtime
