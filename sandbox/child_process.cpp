@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 
 #include "sandbox/child_failure.h"
 
@@ -201,6 +202,11 @@ void run_sandbox_child(const ChildContext& context) {
   char name[] = "deskd-init";
   char* const arguments[] = {name, spec_text, failure_text, nullptr};
   char* const no_environment[] = {nullptr};
+  // The kernel's signal set is 8 bytes, the first of glibc's sigset_t.
+  if (context.signal_mask != nullptr &&
+      ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, context.signal_mask, nullptr, sizeof(std::uint64_t)) != 0) {
+    fail_child(failure_fd, errno, "restore the signal mask", "");
+  }
   ::syscall(SYS_execveat, installed.image, "", arguments, no_environment, AT_EMPTY_PATH);
   fail_child(failure_fd, errno, "execute deskd-init from its memfd", "");
 }

@@ -9,6 +9,7 @@
 // fresh, tiny program holding nothing of deskd's memory. deskd-init runs the command (or
 // serves the desk's file opens) as init_protocol.h describes.
 
+#include <signal.h>
 #include <sys/resource.h>
 
 #include <string>
@@ -58,6 +59,9 @@ struct ChildContext {
     const char* path;
   };
   std::vector<CgroupJoin> cgroup_joins;
+  /// The signal mask to give deskd-init, set when the parent blocked every signal for a
+  /// child sharing its memory (memory_sharing_clone.h); nullptr keeps the inherited one.
+  const sigset_t* signal_mask = nullptr;
 };
 
 /// The child's whole life. Never returns: becomes deskd-init, or exits with 125 after

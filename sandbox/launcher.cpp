@@ -21,6 +21,7 @@
 #include "sandbox/init_image.h"
 #include "sandbox/supplementary_groups.h"
 #include "sandbox/memory_pinning_filter.h"
+#include "sandbox/memory_sharing_clone.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -173,8 +174,35 @@ int exit_status_for_launch_error(const Error& error) {
 
 namespace {
 
+// Every signal blocked in the calling thread while a child shares its memory: a handler run
+// in the child would write deskd's memory, and a read of the report pipe interrupted in the
+// parent would look at an errno the child may have set. The child restores the old mask
+// just before it executes deskd-init.
+class SignalsBlocked {
+ public:
+  SignalsBlocked() {
+    sigset_t all;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &before_);
+  }
+  SignalsBlocked(const SignalsBlocked&) = delete;
+  SignalsBlocked& operator=(const SignalsBlocked&) = delete;
+  ~SignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &before_, nullptr); }
+  const sigset_t* before() const { return &before_; }
+
+ private:
+  sigset_t before_;
+};
+
+void run_child(void* context) { run_sandbox_child(*static_cast<const ChildContext*>(context)); }
+
+// How start() makes the child: `forking` copies deskd (the child may outlive start(), as an
+// event loop's start_sandboxed needs); `sharing_memory` copies nothing, so start() waits for
+// the set-up to end before anything the child reads goes (memory_sharing_clone.h).
+enum class ChildMaking { forking, sharing_memory };
+
 Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
-                              const StandardStreams& streams) {
+                              const StandardStreams& streams, ChildMaking making = ChildMaking::forking) {
   // Every launch (bash, the file opener, `deskd sandbox`) passes here: an unprivileged
   // deskd's supplementary groups would go with the desk. A setup refusal (exit 125), not
   // the command's (126).
@@ -276,7 +304,22 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   if (spec.network != NetworkMode::host) flags |= CLONE_NEWNET;
   int raw_pidfd = -1;
   const int cgroup_fd = cgroup ? cgroup->directory_fd() : -1;
-  const pid_t pid = clone_child(flags, &raw_pidfd, cgroup_fd);
+  // Declared before the process, so that they go after it: dropping the process kills and
+  // reaps the child, which may be running on this stack, in this memory.
+  std::optional<ChildStack> child_stack;
+  std::optional<SignalsBlocked> signals_blocked;
+  if (making == ChildMaking::sharing_memory && can_clone_sharing_memory()) {
+    DESKD_ASSIGN_OR_RETURN(ChildStack mapped, ChildStack::map());
+    child_stack.emplace(std::move(mapped));
+    signals_blocked.emplace();
+    context.signal_mask = signals_blocked->before();
+  }
+  pid_t pid = -1;
+  if (child_stack) {
+    pid = clone_sharing_memory(flags, &raw_pidfd, cgroup_fd, *child_stack, run_child, &context);
+    if (pid < 0 && errno == ENOSYS) child_stack.reset();  // no clone3: fork as before
+  }
+  if (!child_stack) pid = clone_child(flags, &raw_pidfd, cgroup_fd);
   if (pid < 0) {
     return Error::from_errno(errno, "The sandbox could not be set up: creating its namespaces (clone) failed");
   }
@@ -314,23 +357,36 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
     return Error::from_errno(errno, "The sandbox could not be set up: waking the child failed");
   }
   sync.write_end.reset();
-  return StartingSandbox(std::move(process), std::move(failures.read_end));
+  StartingSandbox starting(std::move(process), std::move(failures.read_end));
+  if (!child_stack) return starting;
+  // The child reads this frame until it has executed: the set-up ends here.
+  DESKD_ASSIGN_OR_RETURN(SandboxedProcess running, std::move(starting).finish());
+  return StartingSandbox(std::move(running), UniqueFd());
 }
 
 Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
                                 const StandardStreams& streams) {
-  DESKD_ASSIGN_OR_RETURN(StartingSandbox starting, start(spec, mode, command, streams));
+  DESKD_ASSIGN_OR_RETURN(StartingSandbox starting, start(spec, mode, command, streams, ChildMaking::sharing_memory));
   return std::move(starting).finish();
+}
+
+Result<void> check_command(const std::vector<std::string>& command) {
+  if (command.empty() || command.front().empty()) {
+    return Error::make(ErrorCode::invalid_argument, "No command was given to run in the sandbox.");
+  }
+  return success();
 }
 
 }  // namespace
 
 bool StartingSandbox::set_up_over() const {
+  if (!report_) return true;
   pollfd report{report_.get(), POLLIN, 0};
   return retry_on_eintr([&] { return ::poll(&report, 1, 0); }) != 0;
 }
 
 Result<SandboxedProcess> StartingSandbox::finish() && {
+  if (!report_) return std::move(process_);  // set up already (a child that shared deskd's memory)
   // The pipe closes without a record once the command has been executed. It may have been
   // made non-blocking by an event loop that waited on it (O_NONBLOCK belongs to the open
   // pipe, which a dup shares): a read that would block waits here, and only end of file
@@ -365,16 +421,14 @@ Result<SandboxedProcess> StartingSandbox::finish() && {
 
 Result<StartingSandbox> start_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
                                         const StandardStreams& streams) {
-  if (command.empty() || command.front().empty()) {
-    return Error::make(ErrorCode::invalid_argument, "No command was given to run in the sandbox.");
-  }
+  DESKD_RETURN_IF_ERROR(check_command(command));
   return start(spec, DESKD_INIT_RUN, command, streams);
 }
 
 Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
                                           const StandardStreams& streams) {
-  DESKD_ASSIGN_OR_RETURN(StartingSandbox starting, start_sandboxed(spec, command, streams));
-  return std::move(starting).finish();
+  DESKD_RETURN_IF_ERROR(check_command(command));
+  return launch(spec, DESKD_INIT_RUN, command, streams);
 }
 
 Result<SandboxedProcess> launch_file_opener(const SandboxSpec& spec, int socket_fd) {

@@ -132,7 +132,9 @@ asio::awaitable<void> Scheduler::run() {
                               : "deskd was not running; the firing is older than the catch-up window of " + window);
   }
   submit_firings(book, late);
-  save(book.checked_until());
+  // A desk without schedules has nothing to check: no file, no fsyncs on the event loop at
+  // each start (a schedule added later starts afresh, as on a first start).
+  if (!schedules_.empty()) save(book.checked_until());
 
   asio::steady_timer timer(executor_);
   for (;;) {

@@ -20,7 +20,8 @@ class SessionKeeper {
   /// Keeps sessions in `folder` (current.json, archive/<id>.json), created as needed.
   SessionKeeper(std::filesystem::path folder, const Clock& clock);
 
-  /// Loads the saved session (or begins a new one) and hands it to `runner`.
+  /// Loads the saved session (or begins a new one, first saved with its first turn) and
+  /// hands it to `runner`.
   Result<void> start(TurnRunner& runner);
   /// Whether the current session began on an earlier India day.
   bool needs_rollover() const;

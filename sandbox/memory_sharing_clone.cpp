@@ -1,0 +1,94 @@
+#include "sandbox/memory_sharing_clone.h"
+
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace deskd::sandbox {
+
+namespace {
+
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+constexpr bool kSharingPossible = true;
+
+// Written by hand: glibc's clone() wrapper has no clone3 (so no CLONE_INTO_CGROUP, whose
+// absence costs a cgroup.procs write and an RCU grace period per start), and the generic
+// syscall() cannot switch stacks: the child would return into the parent's frames on a
+// stack that holds none. In the child the kernel has set rsp to the top of the new stack;
+// `child` and `argument` wait in callee-saved registers, which the child inherits.
+[[gnu::noinline]] long clone3_on_stack(clone_args* arguments, void (*child)(void*), void* argument) {
+  long result = SYS_clone3;
+  register void (*child_register)(void*) asm("r12") = child;
+  register void* argument_register asm("r13") = argument;
+  asm volatile(
+      "syscall\n\t"
+      "test %%rax, %%rax\n\t"
+      "jnz 1f\n\t"
+      "xor %%ebp, %%ebp\n\t"  // the child's outermost frame
+      "mov %%r13, %%rdi\n\t"
+      "call *%%r12\n\t"
+      "ud2\n"  // `child` never returns
+      "1:\n"
+      : "+a"(result)
+      : "D"(arguments), "S"(sizeof(clone_args)), "r"(child_register), "r"(argument_register)
+      : "rcx", "r11", "memory", "cc");
+  return result;
+}
+#else
+constexpr bool kSharingPossible = false;
+#endif
+
+constexpr std::size_t kGuardBytes = 4096;
+
+}  // namespace
+
+bool can_clone_sharing_memory() { return kSharingPossible; }
+
+Result<ChildStack> ChildStack::map(std::size_t bytes) {
+  void* base = ::mmap(nullptr, bytes + kGuardBytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) return Error::from_errno(errno, "Mapping a stack for the sandbox's child failed");
+  if (::mprotect(base, kGuardBytes, PROT_NONE) != 0) {
+    const int error_number = errno;
+    ::munmap(base, bytes + kGuardBytes);
+    return Error::from_errno(error_number, "Protecting the guard page of the sandbox child's stack failed");
+  }
+  return ChildStack(base, bytes + kGuardBytes);
+}
+
+ChildStack::~ChildStack() {
+  if (base_ != nullptr) ::munmap(base_, bytes_);
+}
+
+pid_t clone_sharing_memory(unsigned long long flags, int* pidfd, int cgroup_fd, const ChildStack& stack,
+                           void (*child)(void*), void* argument) {
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+  clone_args arguments{};
+  arguments.flags = flags | CLONE_VM | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
+  if (cgroup_fd >= 0) arguments.cgroup = static_cast<std::uint64_t>(cgroup_fd);
+  arguments.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
+  arguments.exit_signal = SIGCHLD;
+  // The kernel starts the child at stack + stack_size; the mapping's size is a multiple of
+  // the page size, so the top is 16-byte aligned as the ABI wants before the call.
+  arguments.stack = reinterpret_cast<std::uint64_t>(stack.base());
+  arguments.stack_size = stack.bytes();
+  const long pid = clone3_on_stack(&arguments, child, argument);
+  if (pid < 0) {
+    errno = static_cast<int>(-pid);
+    return -1;
+  }
+  return static_cast<pid_t>(pid);
+#else
+  (void)flags, (void)pidfd, (void)cgroup_fd, (void)stack, (void)child, (void)argument;
+  errno = ENOTSUP;
+  return -1;
+#endif
+}
+
+}  // namespace deskd::sandbox
