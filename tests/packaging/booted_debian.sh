@@ -68,7 +68,7 @@ _bd_require() {
   [ "$(id -u)" -eq 0 ] || { _bd_fail "must run as root"; return; }
   local tool
   for tool in debootstrap systemd-nspawn nsenter setpriv flock unshare; do
-    command -v "$tool" >/dev/null || { _bd_fail "$tool is missing: run scripts/setup"; return; }
+    command -v "$tool" >/dev/null || { _bd_fail "$tool is missing: run scripts/setup package"; return; }
   done
 }
 
