@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -63,6 +64,38 @@ TEST(LauncherTest, LaunchesFromAProcessWithOtherThreads) {
   }
   done.notify_all();
   for (auto& thread : busy) thread.join();
+  fs::remove_all(root);
+}
+
+// A waiting launch clones with CLONE_VM and blocks every signal in the caller meanwhile
+// (memory_sharing_clone.h): none of that mask may reach the command (deskd-init gives it an
+// empty one), and the caller must have its own back afterwards.
+TEST(LauncherTest, ALaunchSharingDeskdsMemoryLeavesTheCommandNoBlockedSignalAndTheCallerItsMask) {
+  char pattern[] = "/var/tmp/deskd-launcher-XXXXXX";
+  const fs::path root = ::mkdtemp(pattern);
+  fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  auto spec = SandboxSpecBuilder(policy::Confinement::create(root, {}).value()).build().value();
+  sigset_t usr1, before;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &usr1, &before), 0);
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  auto process = launch_sandboxed(spec, {"/bin/sh", "-c", "grep SigBlk /proc/self/status"},
+                                  StandardStreams{-1, fds[1], -1});
+  ::close(fds[1]);
+  ASSERT_TRUE(process.ok()) << process.error().what;
+  std::string output;
+  char buffer[256];
+  for (ssize_t count; (count = ::read(fds[0], buffer, sizeof buffer)) > 0;) output.append(buffer, count);
+  ::close(fds[0]);
+  ASSERT_TRUE(process->wait().ok());
+  sigset_t after;
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, &before, &after), 0);
+  EXPECT_NE(output.find("SigBlk:\t0000000000000000"), std::string::npos) << output;
+  EXPECT_EQ(sigismember(&after, SIGUSR1), 1);
+  EXPECT_EQ(sigismember(&after, SIGTERM), 0);
+  EXPECT_EQ(sigismember(&after, SIGCHLD), 0);
   fs::remove_all(root);
 }
 
