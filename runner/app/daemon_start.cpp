@@ -1,9 +1,9 @@
 // Daemon's start: every desk assembled on two threads beside the event loop, what is sent
 // to a desk meanwhile held for it, and STATUS= for the service manager. See daemon.h.
 
-#include <boost/asio.hpp>
-
 #include <unistd.h>
+
+#include <boost/asio.hpp>
 
 #include <algorithm>
 
