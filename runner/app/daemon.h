@@ -22,6 +22,7 @@
 
 #include "base/clock.h"
 #include "runner/app/config.h"
+#include "runner/app/desk_ids.h"
 #include "runner/control/control_service.h"
 #include "runner/control/event_history.h"
 #include "runner/desk/event_bus.h"
@@ -95,8 +96,16 @@ class Daemon final : public control::ControlService {
   boost::asio::awaitable<void> start_slots(std::vector<Slot*> slots);
   /// Until none of these slots is starting any more.
   boost::asio::awaitable<void> wait_until_started(std::vector<Slot*> slots);
-  /// Hands the slot's assembly to the assembly threads; finish_starting() gets the result.
-  void begin_starting(Slot& slot);
+  /// Hands these slots to the assembly threads: there, under a root deskd, their ids are
+  /// chosen first in one call (desk_ids_for_desks), then each is assembled;
+  /// finish_starting() gets each result.
+  void begin_starting(std::vector<Slot*> slots);
+  /// On an assembly thread: the desks' ids by name (absent under an unprivileged deskd), or
+  /// why a desk has none.
+  std::map<std::string, Result<std::optional<DeskIds>>> choose_desk_ids(const std::vector<DeskToIdentify>& desks) const;
+  /// On an assembly thread: assembles the slot's desk with `ids` (or keeps it stopped with
+  /// why it has none) and hands the result to finish_starting() on the loop.
+  void assemble_slot(Slot& slot, Result<std::optional<DeskIds>> ids);
   /// On the loop: runs the assembled desk (or records why it could not start) and answers
   /// what was sent to it meanwhile.
   void finish_starting(Slot& slot, Result<std::unique_ptr<AssembledDesk>> assembled);

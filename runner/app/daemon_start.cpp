@@ -1,6 +1,8 @@
 // Daemon's start: every desk assembled on two threads beside the event loop, what is sent
 // to a desk meanwhile held for it, and STATUS= for the service manager. See daemon.h.
 
+#include <unistd.h>
+
 #include <boost/asio.hpp>
 
 #include <algorithm>
@@ -25,7 +27,9 @@ void Daemon::start(std::function<void(std::size_t started)> started) {
   bus_.continue_numbering_after(past.highest_event_number);
   for (const desk::Event& event : past.events) history_.add(event);
   // Starting from here on, so that what the socket answers from now says so.
-  for (auto& [name, slot] : slots_) begin_starting(*slot);
+  std::vector<Slot*> every_slot;
+  for (auto& [name, slot] : slots_) every_slot.push_back(slot.get());
+  begin_starting(std::move(every_slot));
   // Waits for the count, not for these slots: a reload right after the last desk came back
   // may already have replaced some of them.
   asio::co_spawn(
@@ -69,7 +73,7 @@ std::string Daemon::status_line() const {
 }
 
 asio::awaitable<void> Daemon::start_slots(std::vector<Slot*> slots) {
-  for (Slot* slot : slots) begin_starting(*slot);
+  begin_starting(slots);
   co_await wait_until_started(std::move(slots));
 }
 
@@ -84,10 +88,16 @@ asio::awaitable<void> Daemon::wait_until_started(std::vector<Slot*> slots) {
   }
 }
 
-void Daemon::begin_starting(Slot& slot) {
-  slot.error.clear();
-  slot.starting = true;
-  ++starting_;
+void Daemon::begin_starting(std::vector<Slot*> slots) {
+  if (slots.empty()) return;
+  std::vector<DeskToIdentify> desks;
+  desks.reserve(slots.size());
+  for (Slot* slot : slots) {
+    slot->error.clear();
+    slot->starting = true;
+    ++starting_;
+    desks.push_back(DeskToIdentify{slot->config.name, slot->config.directory});
+  }
   if (!assembly_threads_) {
     // Two threads, whatever the cores: each desk's first sandboxed `true` is a clone of all
     // of deskd, and every clone write-protects deskd's memory; threads writing to it on other
@@ -96,19 +106,74 @@ void Daemon::begin_starting(Slot& slot) {
     // a desk whose quota image is being made (seconds) does not hold up every other desk.
     assembly_threads_ = std::make_unique<asio::thread_pool>(2);
   }
-  asio::post(*assembly_threads_, [this, &slot] {
-    auto assembled = std::make_shared<Result<std::unique_ptr<AssembledDesk>>>(
-        Error::make(ErrorCode::refused, "deskd began to stop before the desk had started."));
-    try {
-      // Once deskd stops, the desks still waiting here are not built only to be taken down.
-      if (!abandon_starting_) *assembled = assemble_desk(executor_, config_, slot.config, bus_, clock_);
-    } catch (const std::exception& error) {
-      *assembled = Error::make(ErrorCode::internal, std::string("assembling the desk failed: ") + error.what());
-    } catch (...) {
-      *assembled = Error::make(ErrorCode::internal, "assembling the desk failed with an unknown exception");
+  asio::post(*assembly_threads_, [this, slots = std::move(slots), desks = std::move(desks)] {
+    // The ids of all these desks first, in one go: one desk at a time, each locked the host's
+    // uid register and read it and the desk-ids file whole (N² for N desks), and wrote both
+    // durably for each new desk.
+    auto ids = choose_desk_ids(desks);
+    for (Slot* slot : slots) {
+      auto found = ids.find(slot->config.name);
+      Result<std::optional<DeskIds>> desk_ids =
+          found != ids.end() ? std::move(found->second)
+                             : Error::make(ErrorCode::internal, "No id was chosen for desk '" + slot->config.name + "'.");
+      asio::post(*assembly_threads_,
+                 [this, slot, desk_ids = std::move(desk_ids)]() mutable { assemble_slot(*slot, std::move(desk_ids)); });
     }
-    asio::post(executor_, [this, &slot, assembled] { finish_starting(slot, std::move(*assembled)); });
   });
+}
+
+std::map<std::string, Result<std::optional<DeskIds>>> Daemon::choose_desk_ids(
+    const std::vector<DeskToIdentify>& desks) const {
+  std::map<std::string, Result<std::optional<DeskIds>>> ids;
+  const auto every_desk_fails = [&](const Error& error) {
+    for (const auto& desk : desks) ids.insert_or_assign(desk.name, error);
+  };
+  // An unprivileged deskd's desks run as its own uid; and once deskd stops, the desks still
+  // waiting are not begun (assemble_slot says so), so their ids are not chosen either.
+  if (::geteuid() != 0 || abandon_starting_) {
+    for (const auto& desk : desks) ids.insert_or_assign(desk.name, std::optional<DeskIds>());
+    return ids;
+  }
+  try {
+    auto chosen = desk_ids_for_desks(config_, desks);
+    if (!chosen.ok()) {
+      every_desk_fails(chosen.error());
+      return ids;
+    }
+    for (auto& [name, desk_ids] : *chosen) {
+      if (desk_ids.ok()) {
+        ids.insert_or_assign(name, std::optional<DeskIds>(*desk_ids));
+      } else {
+        ids.insert_or_assign(name, std::move(desk_ids).error());
+      }
+    }
+  } catch (const std::exception& error) {
+    every_desk_fails(Error::make(ErrorCode::internal, std::string("an exception: ") + error.what()));
+  } catch (...) {
+    every_desk_fails(Error::make(ErrorCode::internal, "an unknown exception"));
+  }
+  return ids;
+}
+
+void Daemon::assemble_slot(Slot& slot, Result<std::optional<DeskIds>> ids) {
+  auto assembled = std::make_shared<Result<std::unique_ptr<AssembledDesk>>>(
+      Error::make(ErrorCode::refused, "deskd began to stop before the desk had started."));
+  try {
+    // Once deskd stops, the desks still waiting here are not built only to be taken down.
+    if (abandon_starting_) {
+      // assembled says so already
+    } else if (!ids.ok()) {
+      const Error& error = ids.error();
+      *assembled = Error{error.code, error.error_number, "choosing the desk's uid: " + error.what};
+    } else {
+      *assembled = assemble_desk(executor_, config_, slot.config, *ids, bus_, clock_);
+    }
+  } catch (const std::exception& error) {
+    *assembled = Error::make(ErrorCode::internal, std::string("assembling the desk failed: ") + error.what());
+  } catch (...) {
+    *assembled = Error::make(ErrorCode::internal, "assembling the desk failed with an unknown exception");
+  }
+  asio::post(executor_, [this, &slot, assembled] { finish_starting(slot, std::move(*assembled)); });
 }
 
 void Daemon::finish_starting(Slot& slot, Result<std::unique_ptr<AssembledDesk>> assembled) {

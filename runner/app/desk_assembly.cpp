@@ -118,8 +118,8 @@ std::filesystem::path desk_state_folder(const Config& config, const std::string&
 }
 
 Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executor executor, const Config& config,
-                                                     const DeskConfig& desk_config, desk::EventBus& bus,
-                                                     const Clock& clock) {
+                                                     const DeskConfig& desk_config, std::optional<DeskIds> ids,
+                                                     desk::EventBus& bus, const Clock& clock) {
   auto desk = std::make_unique<AssembledDesk>();
   const std::filesystem::path state = desk_state_folder(config, desk_config.name);
   std::error_code error;
@@ -131,9 +131,13 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   sandbox::SandboxSettings sandbox_settings = desk_config.sandbox;
   sandbox_settings.hostname = desk_config.hostname;
   for (const auto& folder : desk_config.readable_desk_folders) sandbox_settings.read_only_paths.push_back(folder);
-  if (::geteuid() == 0) {
-    auto ids = desk_ids_for(config, desk_config.name, desk_config.directory);
-    if (!ids.ok()) return step_failed("choosing the desk's uid", ids.error());
+  // Chosen by the daemon for every desk it starts at once (desk_ids_for_desks): one lock and
+  // one write of the files for all of them, not one each.
+  if (::geteuid() == 0 && !ids) {
+    return Error::make(ErrorCode::internal, "choosing the desk's uid: a root deskd runs each desk as a uid of its "
+                                            "own, and none was chosen for desk '" + desk_config.name + "'.");
+  }
+  if (ids) {
     sandbox_settings.uid = ids->uid;
     sandbox_settings.gid = ids->gid;
   }

@@ -14,6 +14,7 @@
 #include "base/result.h"
 #include "policy/path_policy.h"
 #include "runner/app/config.h"
+#include "runner/app/desk_ids.h"
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/journal.h"
 #include "runner/desk/market_status.h"
@@ -51,9 +52,11 @@ egress::RefusalSink network_refusal_publisher(desk::EventBus& bus, std::string d
 /// The folder that holds a desk's journal, sessions, proposals and usage.
 std::filesystem::path desk_state_folder(const Config& config, const std::string& desk_name);
 
-/// Builds the desk and tries its sandbox once. The error says which step failed.
+/// Builds the desk and tries its sandbox once. The error says which step failed. `ids` are
+/// the desk's own host uid and gid (desk_ids_for_desks), which a root deskd must give and an
+/// unprivileged one must not; a root deskd's desk without them is refused (fail closed).
 Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executor executor, const Config& config,
-                                                     const DeskConfig& desk_config, desk::EventBus& bus,
-                                                     const Clock& clock);
+                                                     const DeskConfig& desk_config, std::optional<DeskIds> ids,
+                                                     desk::EventBus& bus, const Clock& clock);
 
 }  // namespace deskd::app

@@ -119,20 +119,35 @@ Result<std::vector<Allocation>> read_allocations(const std::filesystem::path& fi
   return allocations;
 }
 
-// The lowest id of the range that no allocation holds, nor any deskd's desk in the
-// register, nor the ad-hoc commands.
-std::optional<std::uint64_t> lowest_free_id(const std::vector<Allocation>& allocations, const Range& range,
-                                            const UidRegistry& registry) {
-  std::set<std::uint64_t> taken;
-  for (const auto& allocation : allocations) taken.insert(allocation.id);
-  for (const auto& entry : registry.entries()) taken.insert(entry.uid);
-  taken.insert(kAdHocDeskUid);
-  // At most one step per allocation, plus 65534, before a free id turns up.
-  for (std::uint64_t id = range.first; id < range.end; ++id) {
-    if (range.contains(id) && !taken.contains(id)) return id;
+// The ids of the range that are free: no allocation holds them, nor any deskd's desk in the
+// register, nor the ad-hoc commands. Handed out lowest first; each only once.
+class FreeIds {
+ public:
+  FreeIds(const std::vector<Allocation>& allocations, const Range& range, const UidRegistry& registry)
+      : range_(range), next_(range.first) {
+    for (const auto& allocation : allocations) taken_.insert(allocation.id);
+    for (const auto& entry : registry.entries()) taken_.insert(entry.uid);
+    taken_.insert(kAdHocDeskUid);
   }
-  return std::nullopt;
-}
+  std::optional<std::uint64_t> take_lowest() {
+    // Ids below next_ are all taken, so the walk over the whole batch is one pass of the
+    // range: at most one step per id taken, plus 65534.
+    for (; next_ < range_.end; ++next_) {
+      if (range_.contains(next_) && !taken_.contains(next_)) {
+        taken_.insert(next_);
+        return next_++;
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  Range range_;
+  std::uint64_t next_;
+  std::set<std::uint64_t> taken_;
+};
+
+Result<DeskIds> ids_of(std::uint64_t id) { return DeskIds{static_cast<uid_t>(id), static_cast<gid_t>(id)}; }
 
 }  // namespace
 
@@ -145,51 +160,82 @@ Result<std::map<std::string, uid_t>> read_desk_ids(const Config& config) {
   return ids;
 }
 
-Result<DeskIds> desk_ids_for(const Config& config, const std::string& desk_name,
-                             const std::filesystem::path& desk_folder, const std::filesystem::path& registry_file) {
-  if (!config_detail::is_desk_name(desk_name)) {
-    return Error::make(ErrorCode::invalid_argument, config_detail::in_quotes(desk_name) + " is not a desk name.");
-  }
+Result<std::map<std::string, Result<DeskIds>>> desk_ids_for_desks(const Config& config,
+                                                                  const std::vector<DeskToIdentify>& desks,
+                                                                  const std::filesystem::path& registry_file) {
   const Range range = range_of(config);
   const std::filesystem::path file = desk_ids_file(config);
   DESKD_ASSIGN_OR_RETURN(UidRegistry registry, UidRegistry::lock(registry_file));
   DESKD_ASSIGN_OR_RETURN(std::vector<Allocation> allocations, read_allocations(file, range));
+  std::map<std::string, std::uint64_t, std::less<>> allocated;
+  for (const auto& allocation : allocations) allocated.emplace(allocation.name, allocation.id);
   // The register names the state folder as this deskd's config writes it, resolved where it exists.
   std::error_code resolve_error;
-  const std::filesystem::path state = std::filesystem::weakly_canonical(config.runner.state_folder, resolve_error);
-  const auto registration = [&](std::uint64_t id) {
-    return UidRegistration{static_cast<uid_t>(id), resolve_error ? config.runner.state_folder : state, desk_name,
-                           desk_folder};
-  };
-  for (const auto& allocation : allocations) {
-    if (allocation.name == desk_name) {
-      DESKD_RETURN_IF_ERROR(registry.record(registration(allocation.id)));
-      return DeskIds{static_cast<uid_t>(allocation.id), static_cast<gid_t>(allocation.id)};
+  const std::filesystem::path canonical_state =
+      std::filesystem::weakly_canonical(config.runner.state_folder, resolve_error);
+  const std::filesystem::path& state = resolve_error ? config.runner.state_folder : canonical_state;
+
+  std::map<std::string, Result<DeskIds>> ids;
+  // The desks that have an id, in the order of `desks`, for the register.
+  std::vector<UidRegistration> registrations;
+  std::vector<std::string> registered_desks;
+  FreeIds free_ids(allocations, range, registry);
+  bool added = false;
+  for (const auto& desk : desks) {
+    if (ids.contains(desk.name)) continue;  // named twice: one desk, one id
+    if (!config_detail::is_desk_name(desk.name)) {
+      ids.emplace(desk.name, Error::make(ErrorCode::invalid_argument,
+                                         config_detail::in_quotes(desk.name) + " is not a desk name."));
+      continue;
     }
-  }
-
-  const auto id = lowest_free_id(allocations, range, registry);
-  if (!id) {
-    return Error::make(ErrorCode::refused, "No desk id is left for desk " + config_detail::in_quotes(desk_name) +
+    auto known = allocated.find(desk.name);
+    if (known == allocated.end()) {
+      const auto id = free_ids.take_lowest();
+      if (!id) {
+        ids.emplace(desk.name, Error::make(ErrorCode::refused,
+                                           "No desk id is left for desk " + config_detail::in_quotes(desk.name) +
                                                ": " + file.native() + " holds every id of the desk uid range " +
-                                               range.describe() + "; widen the range.");
+                                               range.describe() + "; widen the range."));
+        continue;
+      }
+      allocations.push_back(Allocation{desk.name, *id});
+      known = allocated.emplace(desk.name, *id).first;
+      added = true;
+    }
+    ids.emplace(desk.name, ids_of(known->second));
+    registrations.push_back(UidRegistration{static_cast<uid_t>(known->second), state, desk.name, desk.folder});
+    registered_desks.push_back(desk.name);
   }
-  allocations.push_back(Allocation{desk_name, *id});
-  std::string text(kHeader);
-  for (const auto& allocation : allocations) text += allocation.name + " " + std::to_string(allocation.id) + "\n";
 
-  std::error_code error;
-  std::filesystem::create_directories(config.runner.state_folder, error);
-  if (error) {
-    return Error::make(ErrorCode::system,
-                       "Creating the state folder " + config.runner.state_folder.native() + ": " + error.message());
+  if (added) {
+    std::string text(kHeader);
+    for (const auto& allocation : allocations) text += allocation.name + " " + std::to_string(allocation.id) + "\n";
+    std::error_code error;
+    std::filesystem::create_directories(config.runner.state_folder, error);
+    if (error) {
+      return Error::make(ErrorCode::system,
+                         "Creating the state folder " + config.runner.state_folder.native() + ": " + error.message());
+    }
+    // Durably: once a desk has run as an id, a crash must not hand that id to another desk.
+    auto written = policy::SafeFile::write(file, text, policy::WriteMode::replace_durably, config.runner.state_folder);
+    if (!written.ok()) return Error::make(written.error().code, "Saving the desk ids: " + written.error().what);
   }
-  // Durably: once a desk has run as an id, a crash must not hand that id to another desk.
-  auto written = policy::SafeFile::write(file, text, policy::WriteMode::replace_durably, config.runner.state_folder);
-  if (!written.ok()) return Error::make(written.error().code, "Saving the desk ids: " + written.error().what);
-  // After the state folder's file exists, so the entry is live from its first reading.
-  DESKD_RETURN_IF_ERROR(registry.record(registration(*id)));
-  return DeskIds{static_cast<uid_t>(*id), static_cast<gid_t>(*id)};
+  // After the state folder's file exists, so the entries are live from their first reading.
+  DESKD_ASSIGN_OR_RETURN(std::vector<Result<void>> recorded, registry.record_all(registrations));
+  for (std::size_t index = 0; index < recorded.size(); ++index) {
+    if (!recorded[index].ok()) ids.insert_or_assign(registered_desks[index], std::move(recorded[index]).error());
+  }
+  return ids;
+}
+
+Result<DeskIds> desk_ids_for(const Config& config, const std::string& desk_name,
+                             const std::filesystem::path& desk_folder, const std::filesystem::path& registry_file) {
+  // Refused before the register is locked, as it always was.
+  if (!config_detail::is_desk_name(desk_name)) {
+    return Error::make(ErrorCode::invalid_argument, config_detail::in_quotes(desk_name) + " is not a desk name.");
+  }
+  DESKD_ASSIGN_OR_RETURN(auto ids, desk_ids_for_desks(config, {DeskToIdentify{desk_name, desk_folder}}, registry_file));
+  return std::move(ids.at(desk_name));
 }
 
 }  // namespace deskd::app

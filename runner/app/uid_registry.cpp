@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <system_error>
+#include <unordered_map>
 
 #include "policy/path_resolution.h"
 #include "policy/safe_file.h"
@@ -131,22 +132,48 @@ const UidRegistration* UidRegistry::desk_sharing_folder(const std::filesystem::p
 }
 
 Result<void> UidRegistry::record(const UidRegistration& registration) {
-  for (auto& entry : entries_) {
-    if (entry.uid != registration.uid) continue;
-    if (entry.state_folder != registration.state_folder || entry.desk != registration.desk) {
-      return Error::make(ErrorCode::refused,
-                         "The uid " + std::to_string(registration.uid) + " of desk '" + registration.desk +
-                             "' is also given to desk '" + entry.desk + "' of the deskd whose state folder is " +
-                             entry.state_folder.native() +
-                             "; two deskd must never share a desk uid. Give one of them another desk uid range "
-                             "([runner] desk_uid_first) and chown its desks' files.");
+  DESKD_ASSIGN_OR_RETURN(std::vector<Result<void>> recorded, record_all({registration}));
+  return std::move(recorded.front());
+}
+
+Result<std::vector<Result<void>>> UidRegistry::record_all(const std::vector<UidRegistration>& registrations) {
+  // By uid, so that a thousand desks of one deskd are not a thousand walks of the register.
+  std::unordered_map<uid_t, std::size_t> index_of_uid;
+  for (std::size_t index = 0; index < entries_.size(); ++index) index_of_uid.emplace(entries_[index].uid, index);
+  std::vector<Result<void>> recorded;
+  recorded.reserve(registrations.size());
+  bool changed = false;
+  for (const auto& registration : registrations) {
+    const auto known = index_of_uid.find(registration.uid);
+    if (known == index_of_uid.end()) {
+      index_of_uid.emplace(registration.uid, entries_.size());
+      entries_.push_back(registration);
+      changed = true;
+      recorded.emplace_back();
+      continue;
     }
-    if (entry.desk_folder == registration.desk_folder) return success();
-    entry.desk_folder = registration.desk_folder;
-    return policy::SafeFile::write(file_, serialise(entries_), policy::WriteMode::replace_durably, file_.parent_path());
+    UidRegistration& entry = entries_[known->second];
+    if (entry.state_folder != registration.state_folder || entry.desk != registration.desk) {
+      recorded.emplace_back(Error::make(
+          ErrorCode::refused,
+          "The uid " + std::to_string(registration.uid) + " of desk '" + registration.desk +
+              "' is also given to desk '" + entry.desk + "' of the deskd whose state folder is " +
+              entry.state_folder.native() +
+              "; two deskd must never share a desk uid. Give one of them another desk uid range "
+              "([runner] desk_uid_first) and chown its desks' files."));
+      continue;
+    }
+    if (entry.desk_folder != registration.desk_folder) {
+      entry.desk_folder = registration.desk_folder;
+      changed = true;
+    }
+    recorded.emplace_back();
   }
-  entries_.push_back(registration);
-  return policy::SafeFile::write(file_, serialise(entries_), policy::WriteMode::replace_durably, file_.parent_path());
+  if (changed) {
+    DESKD_RETURN_IF_ERROR(
+        policy::SafeFile::write(file_, serialise(entries_), policy::WriteMode::replace_durably, file_.parent_path()));
+  }
+  return recorded;
 }
 
 Result<void> refuse_served_desk_folder(const std::filesystem::path& folder, const std::filesystem::path& registry_file) {

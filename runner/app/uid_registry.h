@@ -50,6 +50,11 @@ class UidRegistry {
   /// Records (or updates) `registration` and writes the register durably. Refuses a uid
   /// another state folder's desk holds, naming it.
   Result<void> record(const UidRegistration& registration);
+  /// Records each of `registrations` as record() would, with one durable write of the
+  /// register if any of them changed it. Each registration's own refusal (its uid is another
+  /// state folder's desk's) is its element of the returned list, in order; a write that
+  /// fails is the whole call's error.
+  Result<std::vector<Result<void>>> record_all(const std::vector<UidRegistration>& registrations);
 
   UidRegistry(UidRegistry&&) noexcept = default;
   UidRegistry& operator=(UidRegistry&&) noexcept = default;

@@ -153,6 +153,49 @@ TEST_F(DeputyE2eTest, TwoDeskdWithDifferentStateFoldersNeverShareADeskUid) {
   EXPECT_NE(uid_in(ids_one), uid_in(ids_two));
 }
 
+// The ids of all a root deskd's desks are chosen at once (issue 27): a desk whose id another
+// deskd's desk holds is kept stopped, saying why, and the others start with ids of their own.
+TEST_F(DeputyE2eTest, ADeskWhoseUidAnotherDeskdHoldsIsKeptStoppedAndTheOthersStart) {
+  const auto uid_in = [](const std::string& text, const std::string& desk) {
+    const auto at = text.find("\n" + desk + " ");
+    if (at == std::string::npos) return std::string();
+    const auto from = at + desk.size() + 2;
+    return text.substr(from, text.find('\n', from) - from);
+  };
+  ServeDaemon first({{"one", R"({"steps": [{"text": "hi"}]})" "\n"}});
+  ASSERT_NO_FATAL_FAILURE(start(first));
+  const std::string held = uid_in(file_text(first.folder() + "/state/desk-ids"), "one");
+  ASSERT_FALSE(held.empty());
+
+  ServeDaemon second({{"one", R"({"steps": [{"text": "hi"}]})" "\n"},
+                      {"two", R"({"steps": [{"text": "hi"}]})" "\n"},
+                      {"three", R"({"steps": [{"text": "hi"}]})" "\n"}});
+  // Its state says "two" has the first deskd's id (copied state, say).
+  fs::create_directories(second.folder() + "/state");
+  std::ofstream(second.folder() + "/state/desk-ids") << "# copied\ntwo " << held << "\n";
+  ASSERT_NO_FATAL_FAILURE(start(second));
+  for (const auto& [name, state] : second.desk_states()) EXPECT_EQ(state, name == "two" ? "stopped" : "idle") << name;
+  std::string why;
+  for (const auto& event : json_lines(second.journal_path("two"))) {
+    if (event_kind(event) == "DESK_FAILED") why = event_data(event, "error");
+  }
+  EXPECT_THAT(why, HasSubstr("choosing the desk's uid: The uid " + held +
+                             " of desk 'two' is also given to desk 'one' of the deskd whose state folder is " +
+                             first.folder() + "/state"));
+  const std::string ids = file_text(second.folder() + "/state/desk-ids");
+  EXPECT_EQ(uid_in(ids, "two"), held) << ids;
+  const std::string one = uid_in(ids, "one");
+  const std::string three = uid_in(ids, "three");
+  ASSERT_FALSE(one.empty()) << ids;
+  ASSERT_FALSE(three.empty()) << ids;
+  EXPECT_NE(one, held);
+  EXPECT_NE(three, held);
+  EXPECT_NE(one, three);
+  const auto answered = second.deskctl({"ask", "three", "hello"});
+  EXPECT_EQ(answered.exit_code, 0) << describe(answered);
+  EXPECT_THAT(answered.output, HasSubstr("hi")) << describe(answered);
+}
+
 // An unprivileged deskd would hand its supplementary groups to every desk (setgroups is
 // denied in a desk's user namespace): it refuses to start, naming them and the way out.
 TEST_F(DeputyE2eTest, AnUnprivilegedDeskdWithSupplementaryGroupsRefusesToStart) {
