@@ -149,12 +149,14 @@ Result<std::unique_ptr<ControlServer>> ControlServer::open(asio::any_io_executor
   if (asio_error) return Error::make(ErrorCode::system, "Binding the control socket " + path.native() + " failed: " + asio_error.message() + ".");
   state->socket_created = true;
   auto server = std::unique_ptr<ControlServer>(new ControlServer(state));
+  // Listening before the chown and chmod: a client that connects the moment the file
+  // appears is queued rather than refused, and until the chmod only deskd's uid may connect.
+  state->acceptor.listen(asio::socket_base::max_listen_connections, asio_error);
+  if (asio_error) return Error::make(ErrorCode::system, "Listening on " + path.native() + " failed: " + asio_error.message() + ".");
   if (state->settings.group && ::chown(path.c_str(), static_cast<uid_t>(-1), *state->settings.group) != 0) {
     return Error::from_errno(errno, "chown of the control socket " + path.native() + " to its group");
   }
   if (::chmod(path.c_str(), 0660) != 0) return Error::from_errno(errno, "chmod 0660 of the control socket " + path.native());
-  state->acceptor.listen(asio::socket_base::max_listen_connections, asio_error);
-  if (asio_error) return Error::make(ErrorCode::system, "Listening on " + path.native() + " failed: " + asio_error.message() + ".");
   return server;
 }
 
