@@ -123,7 +123,8 @@ expect_in "that entry's message keeps its lines" "$refusal_entries" '\n/etc/desk
 split=$(inside journalctl -u deskd SYSLOG_IDENTIFIER=deskd --no-pager -o json | grep 'no-such-desk' | grep -vc 'reload refused' || true)
 [ "$split" = 0 ] || fail "$split entries hold a line of the refused reload without the rest"
 expect_in "a desk's line carries DESK=" "$(own DESK=example -o cat)" "desk example started"
-trigger=$(own DESK=example -F TRIGGER | head -n 1)
+# -o verbose prints each field on a line of its own ("    TRIGGER=..."); -F takes no match.
+trigger=$(own DESK=example -o verbose | awk '/^ *TRIGGER=/ { sub(/^ *TRIGGER=/, ""); if (!seen) print; seen = 1 }' || true)
 [ -n "$trigger" ] || fail "no entry about the example desk carries TRIGGER="
 [ -z "$trigger" ] || expect_in "an entry with TRIGGER=$trigger names it" "$(own TRIGGER="$trigger" -o cat)" "$trigger"
 # A desk kept stopped: the place of its journal is taken by a folder.
