@@ -131,7 +131,8 @@ trigger=$(own DESK=example -o verbose | awk '/^ *TRIGGER=/ { sub(/^ *TRIGGER=/, 
 inside sh -c 'install -d -o deskd -g deskd -m 0750 /var/lib/deskd/desks/jammed /var/lib/deskd/state/desks/jammed /var/lib/deskd/state/desks/jammed/journal.jsonl'
 inside cp /var/lib/deskd/scripts/added.jsonl /var/lib/deskd/scripts/jammed.jsonl
 desk_table jammed | inside sh -c 'cat >> /etc/deskd/deskd.toml'
-inside systemctl reload deskd || true
+# deskctl reload exits non-zero when a desk failed to start, so systemctl says the job failed.
+inside systemctl reload deskd 2>/dev/null || true
 for _ in $(seq 50); do own DESK=jammed -o cat | grep -q "kept stopped" && break; sleep 0.2; done
 expect_in "journalctl -p warning shows the desk kept stopped" "$(own -p warning -o cat)" "desk jammed is kept stopped"
 expect_in "journalctl DESK=jammed shows it" "$(own DESK=jammed -o cat)" "desk jammed is kept stopped"
