@@ -53,7 +53,7 @@ Daemon::~Daemon() {
     sandbox::PlacesQuotaMounts quota_mounts = std::move(slot->desk->quota_mounts);
     slot->desk.reset();
     if (auto released = quota_mounts.release(std::chrono::seconds(2)); !released.ok()) {
-      log_.error("desk " + name + ": " + released.error().what);
+      log_.error("desk " + name + ": " + released.error().what, about_desk(name));
     }
   }
 }
@@ -279,7 +279,7 @@ Result<tools::Proposal> Daemon::decide(const std::string& id, bool accept, const
     }
     bus_.publish(name, accept ? desk::event_kind::kProposalAccepted : desk::event_kind::kProposalRejected,
                  {{"proposal", id}, {"path", decided->path}, {"by", who}});
-    log_.info("proposal " + id + " of desk " + name + " " + decided->status + " by " + who);
+    log_.info("proposal " + id + " of desk " + name + " " + decided->status + " by " + who, about_desk(name));
     return std::move(decided).value();
   }
   return Error::make(ErrorCode::not_found, "There is no proposal '" + id + "'.");

@@ -23,6 +23,7 @@
 #include "base/clock.h"
 #include "runner/app/config.h"
 #include "runner/app/desk_ids.h"
+#include "runner/app/journal_entry.h"
 #include "runner/control/control_service.h"
 #include "runner/control/event_history.h"
 #include "runner/desk/event_bus.h"
@@ -31,12 +32,19 @@ namespace deskd::app {
 
 struct AssembledDesk;
 
-/// What the daemon reports to its log.
+/// What the daemon reports to its log; `fields` name the desk a message is about, so that
+/// the journal files it under DESK= (runner/app/deskd_log.h).
 struct DaemonLog {
-  std::function<void(const std::string&)> info;
-  std::function<void(const std::string&)> error;
+  std::function<void(LogLevel, const std::string&, const LogFields&)> write;
   /// Tells the service manager a state ("RELOADING=1", "READY=1"); may be empty.
   std::function<void(const char*)> notify;
+
+  void info(const std::string& text, const LogFields& fields = {}) const {
+    if (write) write(LogLevel::info, text, fields);
+  }
+  void error(const std::string& text, const LogFields& fields = {}) const {
+    if (write) write(LogLevel::error, text, fields);
+  }
 };
 
 /// How many bytes of messages sent through the control socket may wait in one desk (in its
@@ -112,9 +120,10 @@ class Daemon final : public control::ControlService {
   /// Sends what the slot held while it started, or refuses it with `refusal`.
   void release_held(Slot& slot, const std::optional<Error>& refusal);
   /// Runs one of a desk's coroutines (its runtime, its schedules) until it ends or `stop` is
-  /// emitted; `running` is true meanwhile, and an escaped exception is logged as `what` ended.
+  /// emitted; `running` is true meanwhile, and an escaped exception is logged as `what` ended,
+  /// about `desk`.
   void spawn_desk_part(boost::asio::awaitable<void> part, boost::asio::cancellation_signal& stop, bool& running,
-                       std::string what);
+                       std::string what, std::string desk);
   /// Stops these desks as stop() stops every desk, and waits until each has closed.
   boost::asio::awaitable<void> stop_slots(std::vector<Slot*> slots, std::chrono::milliseconds grace);
   struct ReloadPlan;

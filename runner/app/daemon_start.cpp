@@ -185,7 +185,7 @@ void Daemon::finish_starting(Slot& slot, Result<std::unique_ptr<AssembledDesk>> 
   }
   if (!assembled.ok()) {
     slot.error = assembled.error().what;
-    log_.error("desk " + name + " is kept stopped: " + slot.error);
+    log_.error("desk " + name + " is kept stopped: " + slot.error, about_desk(name));
     std::error_code ignored;
     std::filesystem::create_directories(desk_state_folder(config_, name), ignored);
     if (auto journal = desk::Journal::open(desk_state_folder(config_, name) / "journal.jsonl"); journal.ok()) {
@@ -197,11 +197,12 @@ void Daemon::finish_starting(Slot& slot, Result<std::unique_ptr<AssembledDesk>> 
   }
   slot.failure_journal.reset();
   slot.desk = std::move(assembled).value();
-  spawn_desk_part(slot.desk->runtime->run(), slot.stop_desk, slot.desk_running, "desk " + name);
+  spawn_desk_part(slot.desk->runtime->run(), slot.stop_desk, slot.desk_running, "desk " + name, name);
   spawn_desk_part(slot.desk->scheduler->run(), slot.stop_scheduler, slot.scheduler_running,
-                  "the schedules of desk " + name);
+                  "the schedules of desk " + name, name);
   log_.info("desk " + name + " started (" + slot.desk->model_description + ", " + slot.config.mode + ", " +
-            std::to_string(slot.config.schedules.size()) + " schedules)");
+                std::to_string(slot.config.schedules.size()) + " schedules)",
+            about_desk(name));
   release_held(slot, std::nullopt);
 }
 
@@ -222,16 +223,17 @@ void Daemon::release_held(Slot& slot, const std::optional<Error>& refusal) {
 }
 
 void Daemon::spawn_desk_part(asio::awaitable<void> part, asio::cancellation_signal& stop, bool& running,
-                             std::string what) {
+                             std::string what, std::string desk) {
   running = true;
   asio::co_spawn(executor_, std::move(part),
-                 asio::bind_cancellation_slot(stop.slot(), [this, &running, what = std::move(what)](std::exception_ptr escaped) {
+                 asio::bind_cancellation_slot(stop.slot(), [this, &running, what = std::move(what),
+                                                            desk = std::move(desk)](std::exception_ptr escaped) {
                    running = false;
                    if (!escaped) return;
                    try {
                      std::rethrow_exception(escaped);
                    } catch (const std::exception& error) {
-                     log_.error(what + " ended: " + error.what());
+                     log_.error(what + " ended: " + error.what(), about_desk(desk));
                    }
                  }));
 }

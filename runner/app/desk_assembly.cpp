@@ -7,10 +7,9 @@
 #include <chrono>
 #include <cstdio>
 
-#include <spdlog/spdlog.h>
-
 #include "base/unique_fd.h"
 #include "runner/app/desk_ids.h"
+#include "runner/app/deskd_log.h"
 #include "runner/app/model_factory.h"
 #include "runner/app/sandbox_options.h"
 #include "runner/egress/egress_proxy.h"
@@ -150,10 +149,12 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
     // One inode per 16 KiB unless the config says otherwise, as mkfs would for small files.
     const sandbox::DiskQuota quota{*sandbox_settings.disk_quota_bytes,
                                    sandbox_settings.inode_quota.value_or(*sandbox_settings.disk_quota_bytes / 16384)};
-    auto given = sandbox::give_places_a_quota(*spec, state / "quota", quota, [](const std::string& problem) {
-      if (auto log = spdlog::get("deskd")) return log->error(problem);
-      std::fprintf(stderr, "deskd: %s\n", problem.c_str());
-    });
+    auto given = sandbox::give_places_a_quota(*spec, state / "quota", quota,
+                                              [name = desk_config.name](const std::string& problem) {
+                                                if (auto log = DeskdLog::installed())
+                                                  return log->error(problem, about_desk(name));
+                                                std::fprintf(stderr, "deskd: %s\n", problem.c_str());
+                                              });
     if (!given.ok()) return step_failed("giving the desk its disk quota", given.error());
     desk->quota_mounts = std::move(given).value();
   }

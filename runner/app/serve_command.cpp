@@ -5,10 +5,9 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <spdlog/fmt/fmt.h>
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +17,7 @@
 
 #include "runner/app/config.h"
 #include "runner/app/daemon.h"
+#include "runner/app/deskd_log.h"
 #include "runner/control/control_server.h"
 #include "runner/desk/event_kinds.h"
 #include "sandbox/own_user_namespace.h"
@@ -49,28 +49,20 @@ const char* const kServeUsage =
 
 namespace {
 
-std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
-  auto logger = spdlog::stderr_color_mt("deskd");
-  // Under systemd, journald stamps every line itself.
-  if (std::getenv("JOURNAL_STREAM") != nullptr || std::getenv("INVOCATION_ID") != nullptr) {
-    logger->set_pattern("%l: %v");
-  } else {
-    logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %l: %v");
-  }
-  logger->set_level(spdlog::level::from_str(level));
-  logger->flush_on(spdlog::level::trace);
-  return logger;
-}
-
 // One log line per event worth a line: what happened on which desk, never the content of
 // messages, tool output or model text (they belong to the journal and the user).
-asio::awaitable<void> log_events(std::shared_ptr<desk::EventSubscription> events, std::shared_ptr<spdlog::logger> log) {
+// Under journald the desk and the trigger are also the entry's DESK= and TRIGGER=.
+asio::awaitable<void> log_events(std::shared_ptr<desk::EventSubscription> events, std::shared_ptr<DeskdLog> log) {
   for (;;) {
     auto event = co_await events->next();
     if (!event) break;
     const json::value* trigger = event->data.if_contains("trigger");
     std::string line = event->desk + ": " + event->kind;
-    if (trigger != nullptr && trigger->is_string()) line += " " + std::string(trigger->as_string());
+    LogFields fields{event->desk, ""};
+    if (trigger != nullptr && trigger->is_string()) {
+      fields.trigger = std::string(trigger->as_string());
+      line += " " + fields.trigger;
+    }
     const auto row = desk::find_event_kind(event->kind);
     const desk::EventLogLevel level = row ? row->log_level : desk::EventLogLevel::debug;
     if (level == desk::EventLogLevel::warn) {
@@ -78,11 +70,11 @@ asio::awaitable<void> log_events(std::shared_ptr<desk::EventSubscription> events
       const json::value* reason = event->data.if_contains("reason");
       if (error != nullptr && error->is_string()) line += ": " + std::string(error->as_string());
       if (reason != nullptr && reason->is_string()) line += ": " + std::string(reason->as_string());
-      log->warn(line);
+      log->warn(line, fields);
     } else if (level == desk::EventLogLevel::info) {
-      log->info(line);
+      log->info(line, fields);
     } else {
-      log->debug(line);
+      log->debug(line, fields);
     }
   }
 }
@@ -90,48 +82,49 @@ asio::awaitable<void> log_events(std::shared_ptr<desk::EventSubscription> events
 // Control clients, journals, the sandboxes' pipes: each is a descriptor, and the soft limit
 // (often 1024) is far below what the hard limit allows. The sandboxes set their own limit,
 // so raising deskd's does not widen theirs.
-void raise_open_file_limit(spdlog::logger& log) {
+void raise_open_file_limit(const DeskdLog& log) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    log.warn("reading the open-files limit failed: {}", std::strerror(errno));
+    log.warn(fmt::format("reading the open-files limit failed: {}", std::strerror(errno)));
     return;
   }
   if (limit.rlim_cur >= limit.rlim_max) {
-    log.info("open files: at most {} (soft and hard limit)", limit.rlim_cur);
+    log.info(fmt::format("open files: at most {} (soft and hard limit)", limit.rlim_cur));
     return;
   }
   const rlim_t before = limit.rlim_cur;
   limit.rlim_cur = limit.rlim_max;
   if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    log.warn("raising the open-files limit from {} to {} failed: {}; deskd keeps {}", before, limit.rlim_max,
-             std::strerror(errno), before);
+    log.warn(fmt::format("raising the open-files limit from {} to {} failed: {}; deskd keeps {}", before,
+                         limit.rlim_max, std::strerror(errno), before));
     return;
   }
-  log.info("open files: soft limit raised from {} to {}, the hard limit", before, limit.rlim_max);
+  log.info(fmt::format("open files: soft limit raised from {} to {}, the hard limit", before, limit.rlim_max));
 }
 
 // Says which user namespace deskd runs in; false (logged) when the config requires one
 // of its own and this is the host's.
-bool check_own_user_namespace(bool required, spdlog::logger& log) {
+bool check_own_user_namespace(bool required, const DeskdLog& log) {
   auto found = sandbox::own_user_namespace();
   if (!found.ok()) {
     if (!required) return true;
-    log.error("[runner] require_user_namespace = true, but deskd cannot tell its user namespace: {}",
-              found.error().what);
+    log.error(fmt::format("[runner] require_user_namespace = true, but deskd cannot tell its user namespace: {}",
+                          found.error().what));
     return false;
   }
   if (!found->host) {
-    log.info("deskd runs in a user namespace of its own (uid_map {})", found->uid_map);
+    log.info(fmt::format("deskd runs in a user namespace of its own (uid_map {})", found->uid_map));
     return true;
   }
   if (!required) {
-    log.info("deskd runs in the host's user namespace (uid_map {})", found->uid_map);
+    log.info(fmt::format("deskd runs in the host's user namespace (uid_map {})", found->uid_map));
     return true;
   }
-  log.error("[runner] require_user_namespace = true, but deskd runs in the host's user namespace (uid_map {}): "
-            "the pod's hostUsers: false had no effect (the runtime lacks user-namespace support) or the container "
-            "was started without one; deskd does not start",
-            found->uid_map);
+  log.error(fmt::format(
+      "[runner] require_user_namespace = true, but deskd runs in the host's user namespace (uid_map {}): "
+      "the pod's hostUsers: false had no effect (the runtime lacks user-namespace support) or the container "
+      "was started without one; deskd does not start",
+      found->uid_map));
   return false;
 }
 
@@ -180,13 +173,14 @@ int run_serve_command(std::span<const std::string_view> arguments) {
     return 2;
   }
   Config config = std::move(*loaded.config);
-  auto log = make_logger(config.runner.log_level);
+  auto log = DeskdLog::open(log_level_named(config.runner.log_level).value_or(LogLevel::info));
+  DeskdLog::install(log);
 
   std::optional<gid_t> socket_group;
   if (config.runner.socket_group) {
     auto group = control::group_id(*config.runner.socket_group);
     if (!group.ok()) {
-      log->error("socket_group: {}", group.error().what);
+      log->error(fmt::format("socket_group: {}", group.error().what));
       return 2;
     }
     socket_group = *group;
@@ -195,7 +189,7 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   for (const auto& name : config.runner.allowed_groups) {
     auto group = control::group_id(name);
     if (!group.ok()) {
-      log->error("allowed_groups: {}", group.error().what);
+      log->error(fmt::format("allowed_groups: {}", group.error().what));
       return 2;
     }
     allowed_groups.push_back(*group);
@@ -221,13 +215,15 @@ int run_serve_command(std::span<const std::string_view> arguments) {
     return desk.sandbox.allow_supplementary_groups;
   });
   if (auto groups = sandbox::check_supplementary_groups(every_desk_allows_groups); !groups.ok()) {
-    log->error("{}", groups.error().what);
+    log->error(groups.error().what);
     return 1;
   }
   const std::filesystem::path socket_path = config.runner.socket_path;
   Daemon daemon(io.get_executor(), std::move(config), clock,
-                DaemonLog{[log](const std::string& text) { log->info(text); },
-                          [log](const std::string& text) { log->error(text); }, notify_systemd});
+                DaemonLog{[log](LogLevel level, const std::string& text, const LogFields& fields) {
+                            log->write(level, text, fields);
+                          },
+                          notify_systemd});
 
   control::ControlServerSettings server_settings{socket_path, socket_group,
                                                  control::PeerPolicy(::geteuid(), allowed_uids, allowed_groups),
@@ -237,7 +233,7 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   // would run beside the first one's.
   auto server = control::ControlServer::open(io.get_executor(), std::move(server_settings), daemon);
   if (!server.ok()) {
-    log->error("{}", server.error().what);
+    log->error(server.error().what);
     return 1;
   }
   asio::co_spawn(io, log_events(daemon.subscribe(), log), asio::detached);
@@ -245,14 +241,14 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   // them "starting", and what is sent to one waits until it runs.
   asio::co_spawn(io, (*server)->run(), asio::detached);
   daemon.start([&daemon, log, socket_path](std::size_t started) {
-    log->info("deskd serving {} of {} desks on {}", started, daemon.desks().size(), socket_path.native());
+    log->info(fmt::format("deskd serving {} of {} desks on {}", started, daemon.desks().size(), socket_path.native()));
     notify_systemd(("STATUS=" + daemon.status_line()).c_str());
   });
-  log->info("deskd listening on {}; starting {} desks", socket_path.native(), daemon.desks().size());
+  log->info(fmt::format("deskd listening on {}; starting {} desks", socket_path.native(), daemon.desks().size()));
   notify_systemd(("READY=1\nSTATUS=" + daemon.status_line()).c_str());
   if (std::uint64_t watchdog = 0; sd_watchdog_enabled(0, &watchdog) > 0) {
     asio::co_spawn(io, ping_watchdog(std::chrono::microseconds(watchdog)), asio::detached);
-    log->info("pinging the systemd watchdog every {} ms", watchdog / 2000);
+    log->info(fmt::format("pinging the systemd watchdog every {} ms", watchdog / 2000));
   }
 
   bool stopped_cleanly = false;
@@ -276,7 +272,8 @@ int run_serve_command(std::span<const std::string_view> arguments) {
       daemon.reload("SIGHUP", [](const Result<control::ReloadOutcome>&) {});  // the daemon logs the outcome
     } else if (!shutting_down) {
       shutting_down = true;
-      log->info("{} received: stopping (grace {} ms)", number == SIGTERM ? "SIGTERM" : "SIGINT", grace.count());
+      log->info(
+          fmt::format("{} received: stopping (grace {} ms)", number == SIGTERM ? "SIGTERM" : "SIGINT", grace.count()));
       asio::co_spawn(io, shutdown(), asio::detached);
     } else {
       // A second signal: the person will not wait. The sandboxes die with deskd.

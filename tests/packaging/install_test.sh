@@ -4,8 +4,9 @@
 # inside it: installs the package with apt-get (so its Depends come from the mirror), then
 # checks that the service is active, deskctl desks and deskctl ask work on the example desk
 # (its bash in its sandbox, under the service), a desk added to the config appears after
-# systemctl reload while a turn on another desk goes on, systemd-analyze security is at most
-# 2.5, systemctl stop exits cleanly, an upgrade keeps /etc/deskd and /var/lib/deskd, and a
+# systemctl reload while a turn on another desk goes on, deskd's journal entries have real
+# priorities, one entry per message and DESK=/TRIGGER= fields (issue 28), systemd-analyze
+# security is at most 2.5, systemctl stop exits cleanly, an upgrade keeps /etc/deskd and /var/lib/deskd, and a
 # purge leaves no deskd file or unit. Fails loudly, never skips, when nspawn cannot boot.
 # Run as root (scripts/test runs it).
 set -euo pipefail
@@ -109,6 +110,38 @@ watchdog=$(inside systemctl show deskd -p WatchdogTimestampMonotonic --value)
 [ "${watchdog:-0}" -gt 0 ] || fail "systemd saw no WATCHDOG=1 from deskd"
 state=$(inside systemctl show deskd -p Type -p NotifyAccess --value | tr '\n' ' ')
 [ "$state" = "notify main " ] || fail "the unit is not Type=notify with NotifyAccess=main: $state"
+
+step "journald: real priorities, one entry per message, DESK= and TRIGGER="
+# deskd's own entries come through the journal's native protocol (_TRANSPORT=journal);
+# deskctl reload's output, in the same unit, is stream lines and left out here.
+own() { inside journalctl -u deskd SYSLOG_IDENTIFIER=deskd _TRANSPORT=journal --no-pager "$@"; }
+expect_in "journalctl -p warning shows the refused reload" "$(own -p warning -o cat)" "reload refused"
+expect_in "the refused reload is an error (priority 3)" "$(own -p 3..3 -o cat)" "reload refused"
+refusal_entries=$(own -o json | grep 'no-such-desk' || true)
+expect_in "the refusal and its problem lines are one entry" "$refusal_entries" 'reload refused'
+expect_in "that entry's message keeps its lines" "$refusal_entries" '\n/etc/deskd/deskd.toml:'
+split=$(inside journalctl -u deskd SYSLOG_IDENTIFIER=deskd --no-pager -o json | grep 'no-such-desk' | grep -vc 'reload refused' || true)
+[ "$split" = 0 ] || fail "$split entries hold a line of the refused reload without the rest"
+expect_in "a desk's line carries DESK=" "$(own DESK=example -o cat)" "desk example started"
+# -o verbose prints each field on a line of its own ("    TRIGGER=..."); -F takes no match.
+trigger=$(own DESK=example -o verbose | awk '/^ *TRIGGER=/ { sub(/^ *TRIGGER=/, ""); if (!seen) print; seen = 1 }' || true)
+[ -n "$trigger" ] || fail "no entry about the example desk carries TRIGGER="
+[ -z "$trigger" ] || expect_in "an entry with TRIGGER=$trigger names it" "$(own TRIGGER="$trigger" -o cat)" "$trigger"
+# A desk kept stopped: the place of its journal is taken by a folder.
+inside sh -c 'install -d -o deskd -g deskd -m 0750 /var/lib/deskd/desks/jammed /var/lib/deskd/state/desks/jammed /var/lib/deskd/state/desks/jammed/journal.jsonl'
+inside cp /var/lib/deskd/scripts/added.jsonl /var/lib/deskd/scripts/jammed.jsonl
+desk_table jammed | inside sh -c 'cat >> /etc/deskd/deskd.toml'
+# deskctl reload exits non-zero when a desk failed to start, so systemctl says the job failed.
+inside systemctl reload deskd 2>/dev/null || true
+for _ in $(seq 50); do own DESK=jammed -o cat | grep -q "kept stopped" && break; sleep 0.2; done
+expect_in "journalctl -p warning shows the desk kept stopped" "$(own -p warning -o cat)" "desk jammed is kept stopped"
+expect_in "journalctl DESK=jammed shows it" "$(own DESK=jammed -o cat)" "desk jammed is kept stopped"
+expect_in "the desk kept stopped is an error (priority 3)" "$(own DESK=jammed -p 3..3 -o cat)" "is kept stopped"
+expect_in "its DESK_FAILED is a warning (priority 4)" "$(own DESK=jammed -p 4..4 -o cat)" "jammed: DESK_FAILED"
+at_info=$(own DESK=jammed PRIORITY=6 -o cat)
+if [[ "$at_info" == *"kept stopped"* || "$at_info" == *"DESK_FAILED"* ]]; then fail "the failure is at priority 6: $at_info"; fi
+inside cp /root/deskd.toml.good /etc/deskd/deskd.toml
+inside systemctl reload deskd || fail "the reload that removes jammed failed"
 
 step "systemd-analyze security deskd.service"
 security=$(inside systemd-analyze security deskd.service --no-pager 2>&1 | tail -n 1)
