@@ -294,6 +294,7 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
   constexpr std::int64_t kMaximumMebibytes = std::int64_t{1} << 40;
   // A desk's list replaces [sandbox]'s: what a desk may reach is its own grant.
   if (auto entries = reader.strings("allowed_hosts")) {
+    places.allowed_hosts = reader.where(*reader.find("allowed_hosts"));
     sandbox.allowed_hosts.clear();
     for (auto& [entry, node] : *entries) {
       if (auto pattern = policy::parse_host_pattern(entry); !pattern.ok()) {
