@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -132,6 +133,62 @@ TEST(ServeStartupE2eTest, StatusNamesTheDesksKeptStopped) {
   EXPECT_NE(sent.exit_code, 0) << describe(sent);
   EXPECT_THAT(sent.error_output, HasSubstr("Desk 'broken' is stopped")) << describe(sent);
   EXPECT_EQ(daemon.stop(), 0) << daemon.process().error_output();
+}
+
+// The config's state folder made a file.
+void block_the_state_folder(const ServeDaemon& daemon) {
+  std::ofstream(daemon.folder() + "/blocked") << "a file, not a folder\n";
+  std::string config = file_text(daemon.config_path());
+  const std::string written = "state_folder = \"state\"\n";
+  const auto at = config.find(written);
+  ASSERT_EQ(at, config.find("state_folder")) << config;
+  config.replace(at, written.size(), "state_folder = \"blocked\"\n");
+  std::ofstream(daemon.config_path(), std::ios::trunc) << config;
+}
+
+// A state folder that is a file: `deskd check` refuses it at its line, and `deskd serve`
+// exits before READY=1 instead of serving 0 of 2 desks.
+TEST(ServeStartupE2eTest, AStateFolderThatIsAFileIsRefusedByCheckAndServe) {
+  ServeDaemon daemon(many_desks(2, R"({"text": "hi"})" "\n"));
+  ASSERT_NO_FATAL_FAILURE(block_the_state_folder(daemon));
+  const std::string refusal = daemon.config_path() + ":2:16: deskd's state folder " + daemon.folder() +
+                              "/blocked is not a folder; make it a folder the user deskd runs as may write, or set "
+                              "[runner] state_folder to one";
+  DeskdProcess check({"check", "--config", daemon.config_path()});
+  (void)check.read_rest();
+  EXPECT_EQ(check.wait(), 2);
+  EXPECT_THAT(check.error_output(), HasSubstr(refusal));
+
+  NotifySocket notify(daemon.folder() + "/notify.sock");
+  ASSERT_TRUE(notify.bound());
+  daemon.launch({"NOTIFY_SOCKET=" + daemon.folder() + "/notify.sock"});
+  EXPECT_EQ(daemon.process().wait(30s), 2) << daemon.process().error_output();
+  EXPECT_THAT(daemon.process().error_output(), HasSubstr(refusal));
+  EXPECT_EQ(notify.receive(200ms), "(nothing)");
+  EXPECT_FALSE(fs::exists(daemon.socket_path()));
+}
+
+// An unprivileged deskd whose state folder would go in a root-owned folder.
+TEST(ServeStartupE2eTest, AnUnprivilegedDeskdRefusesAStateFolderItMayNotCreate) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to hand the test's folder to another uid and keep its top";
+  constexpr uid_t kUnprivilegedUid = 4243;
+  ServeDaemon daemon(many_desks(2, R"({"text": "hi"})" "\n"));
+  daemon.run_as(kUnprivilegedUid);
+  ASSERT_EQ(::lchown(daemon.folder().c_str(), 0, 0), 0);
+  const std::string refusal = daemon.config_path() + ":2:16: deskd's state folder " + daemon.folder() +
+                              "/state cannot be created: uid 4243 may not write in " + daemon.folder() + ";";
+  DeskdProcess check({"check", "--config", daemon.config_path()}, std::nullopt, {}, kUnprivilegedUid);
+  (void)check.read_rest();
+  EXPECT_EQ(check.wait(), 2);
+  EXPECT_THAT(check.error_output(), HasSubstr(refusal));
+
+  NotifySocket notify(daemon.folder() + "/notify.sock");
+  ASSERT_TRUE(notify.bound());
+  ASSERT_EQ(::chmod((daemon.folder() + "/notify.sock").c_str(), 0666), 0);
+  daemon.launch({"NOTIFY_SOCKET=" + daemon.folder() + "/notify.sock"});
+  EXPECT_EQ(daemon.process().wait(30s), 2) << daemon.process().error_output();
+  EXPECT_THAT(daemon.process().error_output(), HasSubstr(refusal));
+  EXPECT_EQ(notify.receive(200ms), "(nothing)");
 }
 
 // A reload and a SIGTERM that come while desks start wait for them, and lose nothing.

@@ -1,13 +1,19 @@
 // What `deskd check` refuses beyond a key's own value: an 'allowed_hosts' list that no
-// desk's network uses.
+// desk's network uses, and a state folder deskd could not create or write.
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "runner/app/config.h"
+#include "runner/app/state_folder_check.h"
 #include "unit/app/config_test_support.h"
 
 namespace deskd::app {
@@ -78,6 +84,91 @@ TEST_F(ConfigTest, AnEmptyListUnderTheHostNetworkIsRefused) {
   // It reads as "no host", but the desk reaches every host.
   const auto found = problems(parse(std::string(kAlpha) + "[desk.sandbox]\nnetwork = \"host\"\nallowed_hosts = []\n"));
   EXPECT_THAT(found, ElementsAre(HasSubstr("6:17: 'allowed_hosts' limits a desk only under network = \"allowlist\"")));
+}
+
+}  // namespace
+}  // namespace deskd::app
+
+namespace deskd::app {
+namespace {
+
+using testing::ConfigTest;
+
+// load_config, not parse_config, judges the state folder: it reads the file written here.
+class StateFolderCheckTest : public ConfigTest {
+ protected:
+  std::vector<std::string> problems_of_file(const std::string& state_folder) {
+    write("deskd.toml", "[runner]\nstate_folder = \"" + state_folder + "\"\n" + std::string(testing::kAlpha));
+    return problems(load_config(file()));
+  }
+};
+
+TEST_F(StateFolderCheckTest, AStateFolderThatIsAFileIsRefused) {
+  write("state", "a file\n");
+  EXPECT_THAT(problems_of_file("state"), ElementsAre(HasSubstr("2:16: deskd's state folder " + (root_ / "state").native() +
+                                                                " is not a folder")));
+}
+
+TEST_F(StateFolderCheckTest, AStateFolderThatCanBeMadeOrWrittenPassesAndIsNotMade) {
+  EXPECT_THAT(problems_of_file("new/state"), IsEmpty());
+  EXPECT_FALSE(std::filesystem::exists(root_ / "new")) << "deskd check made the state folder";
+  std::filesystem::create_directories(root_ / "kept");
+  EXPECT_THAT(problems_of_file("kept"), IsEmpty());
+}
+
+TEST_F(StateFolderCheckTest, ParsingAloneLeavesTheStateFolderToLoadConfig) {
+  write("state", "a file\n");
+  // parse_config is what the other tests use, with the default /var/lib/deskd whoever runs them.
+  EXPECT_THAT(problems(parse("[runner]\nstate_folder = \"state\"\n" + std::string(testing::kAlpha))), IsEmpty());
+}
+
+// Runs the rest of a scope with another effective uid (the real one stays root, to come back).
+class EffectiveUid {
+ public:
+  explicit EffectiveUid(uid_t uid) : changed_(::seteuid(uid) == 0) {}
+  ~EffectiveUid() {
+    if (changed_ && ::seteuid(0) != 0) std::abort();  // the rest of the tests would run as another uid
+  }
+  bool changed() const { return changed_; }
+
+ private:
+  bool changed_;
+};
+
+TEST_F(StateFolderCheckTest, AFolderThisUidMayNotWriteIsRefusedNamingTheUid) {
+  if (::geteuid() != 0) {
+    // "/" is root's: nobody else may make a folder there.
+    const auto refused = check_state_folder("/deskd-state-check-test");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().what, "deskd's state folder /deskd-state-check-test cannot be created: uid " +
+                                        std::to_string(::geteuid()) +
+                                        " may not write in /; make it a folder the user deskd runs as may write, or "
+                                        "set [runner] state_folder to one");
+    return;
+  }
+  std::filesystem::create_directories(root_ / "kept");
+  ::chmod(root_.c_str(), 0700);
+  {
+    EffectiveUid other(4243);
+    ASSERT_TRUE(other.changed());
+    const auto unreachable = check_state_folder(root_ / "kept" / "state");
+    ASSERT_FALSE(unreachable.ok());
+    EXPECT_THAT(unreachable.error().what,
+                HasSubstr("cannot be reached: uid 4243 may not look into a folder on its path"));
+  }
+  ::chmod(root_.c_str(), 0755);
+  EffectiveUid other(4243);
+  ASSERT_TRUE(other.changed());
+  const auto not_creatable = check_state_folder(root_ / "kept" / "state");
+  ASSERT_FALSE(not_creatable.ok());
+  EXPECT_EQ(not_creatable.error().what, "deskd's state folder " + (root_ / "kept" / "state").native() +
+                                            " cannot be created: uid 4243 may not write in " +
+                                            (root_ / "kept").native() +
+                                            "; make it a folder the user deskd runs as may write, or set [runner] "
+                                            "state_folder to one");
+  const auto not_writable = check_state_folder(root_ / "kept");
+  ASSERT_FALSE(not_writable.ok());
+  EXPECT_THAT(not_writable.error().what, HasSubstr((root_ / "kept").native() + " cannot be used: uid 4243 may not write in "));
 }
 
 }  // namespace
