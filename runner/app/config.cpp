@@ -17,6 +17,7 @@
 #include "runner/app/config_confinement.h"
 #include "runner/app/config_reader.h"
 #include "runner/app/config_values.h"
+#include "runner/app/state_folder_check.h"
 #include "runner/app/uid_registry.h"
 #include "runner/model/script_provider.h"
 
@@ -90,12 +91,14 @@ void check_desk_uid_count(const Config& config, const ConfigPosition& position, 
                                      " desks of this config; every desk needs a uid of its own");
 }
 
-ConfigPosition read_runner(const toml::table* table, RunnerConfig& runner, LoadContext& context) {
+ConfigPosition read_runner(const toml::table* table, Config& config, LoadContext& context) {
+  RunnerConfig& runner = config.runner;
   TableReader reader(table, "[runner]", context);
   auto state = reader.path("state_folder", "deskd's state folder");
   if (!state) state = default_path(runner.state_folder, reader.position(), "deskd's state folder", context);
   state->state_folder = true;
   runner.state_folder = state->path;
+  config.state_folder_position = state->position.file.empty() ? context.problems.at(0, 0) : state->position;
   context.daemon_paths.push_back(*state);
 
   auto socket = reader.path("socket", "deskd's socket");
@@ -294,6 +297,7 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
   constexpr std::int64_t kMaximumMebibytes = std::int64_t{1} << 40;
   // A desk's list replaces [sandbox]'s: what a desk may reach is its own grant.
   if (auto entries = reader.strings("allowed_hosts")) {
+    places.allowed_hosts = reader.where(*reader.find("allowed_hosts"));
     sandbox.allowed_hosts.clear();
     for (auto& [entry, node] : *entries) {
       if (auto pattern = policy::parse_host_pattern(entry); !pattern.ok()) {
@@ -401,7 +405,7 @@ ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file
   Config config;
   config.file = absolute_file;
   TableReader reader(&root, "", context);
-  const ConfigPosition desk_uid_count_position = read_runner(reader.table("runner"), config.runner, context);
+  const ConfigPosition desk_uid_count_position = read_runner(reader.table("runner"), config, context);
 
   const toml::table* model_table = reader.table("model");
   TableReader model_reader(model_table, "[model]", context);
@@ -429,7 +433,15 @@ ConfigLoad load_config(const std::filesystem::path& file) {
   std::string failure;
   auto text = read_file(file, failure);
   if (!text) return ConfigLoad{std::nullopt, {ConfigProblem{ConfigPosition{file, 0, 0}, "the config " + failure}}};
-  return parse_config(*text, file);
+  ConfigLoad load = parse_config(*text, file);
+  // Judged here, not in parse_config: it depends on who runs deskd, not on the file.
+  if (load.config) {
+    if (auto usable = check_state_folder(load.config->runner.state_folder); !usable.ok()) {
+      load.problems.push_back(ConfigProblem{load.config->state_folder_position, usable.error().what});
+      load.config.reset();
+    }
+  }
+  return load;
 }
 
 }  // namespace deskd::app

@@ -149,6 +149,8 @@ struct DeskConfig {
 struct Config {
   std::filesystem::path file;  ///< absolute
   RunnerConfig runner;
+  /// Where [runner] state_folder was written; for the default, [runner]'s header or the file.
+  ConfigPosition state_folder_position;
   ModelConfig model;
   SandboxConfig sandbox;
   std::vector<DeskConfig> desks;
@@ -167,10 +169,13 @@ struct ConfigLoad {
 /// desks in /srv/desks do not each mask the other 999. Under the full view, every path.
 bool in_sight(const DeskConfig& desk, const std::filesystem::path& hidden);
 
-/// Reads and checks the config at `file`. Never throws.
+/// Reads and checks the config at `file`, and that this process could create and write
+/// its state folder (check_state_folder). Never throws.
 ConfigLoad load_config(const std::filesystem::path& file);
 
 /// Parses `text` as if read from `file` (relative paths start at file's folder); for tests.
+/// Everything load_config checks but the state folder, so that a test's config may keep
+/// the default /var/lib/deskd whoever runs it.
 ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file);
 
 /// `deskd check --config F`: prints every problem (or "F: ok, N desks") and returns 0, or 2

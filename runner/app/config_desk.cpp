@@ -212,12 +212,13 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const Sandbo
   }
 
   TableReader sandbox_reader(reader.table("sandbox"), "[desk.sandbox]", context);
-  SandboxPlaces places{draft.own_hidden, global.read_only, global.disk_quota};
+  SandboxPlaces places{draft.own_hidden, global.read_only, global.disk_quota, global.allowed_hosts};
   read_sandbox(sandbox_reader, desk.sandbox, places, context);
   sandbox_reader.report_unknown_keys();
   draft.own_hidden = places.hidden;
   draft.read_only = std::move(places.read_only);
   draft.disk_quota_position = places.disk_quota;
+  draft.allowed_hosts_position = places.allowed_hosts;
   draft.hidden = std::move(places.hidden);
   draft.hidden.insert(draft.hidden.end(), global.hidden.begin(), global.hidden.end());
 
@@ -326,6 +327,7 @@ void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosit
       draft.hidden.insert(draft.hidden.end(), context.daemon_paths.begin(), context.daemon_paths.end());
     }
   }
+  check_allowed_hosts(drafts, global.allowed_hosts, context.problems);
   check_desk_folders(drafts, context.daemon_paths, context.problems);
   meet_other_desks(drafts, context.problems);
   for (auto& draft : drafts) {

@@ -102,6 +102,7 @@ struct SandboxPlaces {
   std::vector<PlacedPath> hidden;
   std::vector<PlacedPath> read_only;
   std::optional<ConfigPosition> disk_quota;  ///< where the disk quota that applies was written
+  std::optional<ConfigPosition> allowed_hosts;  ///< where the 'allowed_hosts' that applies was written
 };
 
 /// Reads [desk] tables' model and sandbox overrides with the same readers as the defaults.

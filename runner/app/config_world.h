@@ -4,6 +4,7 @@
 // each desk's hidden paths get the other desks' folders and hidden paths. Private to the
 // config loader (config_desk.cpp reads the desks, this judges them together).
 
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -27,6 +28,8 @@ struct DeskDraft {
   std::vector<std::pair<std::string, ConfigPosition>> readable_folder_names;
   ConfigPosition model_position;       ///< [desk.model], else [model], for problems of the model
   std::optional<ConfigPosition> disk_quota_position;  ///< where its disk_quota_mb was written, if it was
+  /// Where the 'allowed_hosts' it takes was written ([desk.sandbox]'s or [sandbox]'s), if anywhere.
+  std::optional<ConfigPosition> allowed_hosts_position;
 };
 
 /// Reports, at each desk's 'directory': a folder that is or lies in a system folder, one the
@@ -40,6 +43,13 @@ void check_desk_folders(std::span<const DeskDraft> drafts, std::span<const Place
 /// Reports unknown names and a desk's own name in 'readable_desks', and another desk's
 /// hidden path that would cover this desk's folder or one of its writable places.
 void meet_other_desks(std::span<DeskDraft> drafts, ProblemList& problems);
+
+/// Reports an 'allowed_hosts' list that no desk's network uses: one in a [desk.sandbox]
+/// whose network is not "allowlist" (an empty list under "none" grants and hides nothing,
+/// so it passes), and one in [sandbox] that every desk either replaces or runs without
+/// the allowlist (`global_position`: where [sandbox] wrote it, if it did).
+void check_allowed_hosts(std::span<const DeskDraft> drafts, const std::optional<ConfigPosition>& global_position,
+                         ProblemList& problems);
 
 /// Once `draft.desk.hidden_paths` is merged: reports a read-only path or a readable desk's
 /// folder that lies inside one of them, where the desk could never see it.

@@ -66,8 +66,9 @@ class Daemon final : public control::ControlService {
   /// loop, how many started once every desk has started or failed.
   void start(std::function<void(std::size_t started)> started);
 
-  /// For the service manager's STATUS=: "serving 3 of 4 desks; kept stopped: b", or
-  /// "starting 5 of 1000 desks" while they start.
+  /// For the service manager's STATUS=: "3 of 4 desks running; kept stopped: b: REASON",
+  /// or "starting: 5 of 1000 desks running, 995 starting" while they start
+  /// (service_status_line).
   std::string status_line() const;
 
   /// Refuses new triggers, waits up to `grace` for running turns, then stops every desk

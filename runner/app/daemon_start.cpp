@@ -10,6 +10,7 @@
 #include "runner/app/daemon.h"
 #include "runner/app/daemon_slot.h"
 #include "runner/app/desk_assembly.h"
+#include "runner/app/service_status.h"
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/journal_tail.h"
 #include "runner/desk/schedule.h"
@@ -52,24 +53,15 @@ void Daemon::start(std::function<void(std::size_t started)> started) {
 
 std::string Daemon::status_line() const {
   std::size_t running = 0;
-  std::vector<std::string> stopped;
+  std::vector<StoppedDesk> stopped;
   for (const auto& [name, slot] : slots_) {
     if (slot->desk_running) {
       ++running;
     } else if (!slot->starting) {
-      stopped.push_back(name);
+      stopped.push_back({name, slot->error});
     }
   }
-  const std::string of = std::to_string(running) + " of " + std::to_string(slots_.size()) + " desks";
-  if (starting_ > 0) return "starting: " + of + " running, " + std::to_string(starting_) + " starting";
-  std::string line = "serving " + of;
-  if (stopped.empty()) return line;
-  // STATUS= is one line for `systemctl status`; deskctl desks has the whole list.
-  constexpr std::size_t kNamed = 8;
-  line += "; kept stopped: ";
-  for (std::size_t index = 0; index < stopped.size() && index < kNamed; ++index) line += (index ? ", " : "") + stopped[index];
-  if (stopped.size() > kNamed) line += " and " + std::to_string(stopped.size() - kNamed) + " more";
-  return line;
+  return service_status_line(running, slots_.size(), starting_, stopped);
 }
 
 asio::awaitable<void> Daemon::start_slots(std::vector<Slot*> slots) {

@@ -52,7 +52,7 @@ std::string first_lines(std::string text, std::size_t lines) {
 // One readable line (or a few) per event. The desk chose the texts (its model's words, its
 // output), so they are shown escaped, never obeyed by the terminal (base/terminal_text.h).
 void print(const desk::Event& event) {
-  const std::string time = event.time.size() >= 19 ? event.time.substr(11, 8) : event.time;
+  const std::string time = terminal_text(desk::readable_india_clock(event.time));
   const auto text_of = [&](const char* key) {
     const json::value* value = event.data.if_contains(key);
     return terminal_text(value != nullptr && value->is_string() ? std::string_view(value->as_string()) : std::string_view(),

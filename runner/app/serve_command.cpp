@@ -18,6 +18,7 @@
 #include "runner/app/config.h"
 #include "runner/app/daemon.h"
 #include "runner/app/deskd_log.h"
+#include "runner/app/state_folder_check.h"
 #include "runner/control/control_server.h"
 #include "runner/desk/event_kinds.h"
 #include "sandbox/own_user_namespace.h"
@@ -216,6 +217,12 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   });
   if (auto groups = sandbox::check_supplementary_groups(every_desk_allows_groups); !groups.ok()) {
     log->error(groups.error().what);
+    return 1;
+  }
+  // load_config found the state folder usable; it is made now, so that one that cannot be
+  // stops deskd here rather than every desk after READY=1.
+  if (auto state = make_state_folder(config.runner.state_folder); !state.ok()) {
+    log->error(state.error().what + " deskd does not start.");
     return 1;
   }
   const std::filesystem::path socket_path = config.runner.socket_path;

@@ -11,6 +11,7 @@
 #include "runner/control/control_client.h"
 #include "runner/desk/event_kinds.h"
 #include "runner/desk/event_text.h"
+#include "runner/desk/india_time.h"
 
 namespace deskd::control {
 
@@ -91,6 +92,10 @@ std::string shown(const json::object& object, const char* key) { return terminal
 std::string shown_lines(const json::object& object, const char* key) {
   return terminal_text(text_of(object, key), LineBreaks::kept);
 }
+// A field that is a time (ISO 8601 in India time): "2026-11-30 09:14:05 IST", its zone kept.
+std::string shown_time(const json::object& object, const char* key) {
+  return terminal_text(desk::readable_india_time(text_of(object, key)));
+}
 // A field that is a path: quoted when unusual, marked when it holds a look-alike of '/'.
 std::string shown_path(const json::object& object, const char* key) { return terminal_path(text_of(object, key)); }
 
@@ -126,7 +131,7 @@ void print_desks(const json::array& desks) {
 
 void print_status(const json::object& status) {
   if (const json::value* desks = status.if_contains("desks"); desks != nullptr && desks->is_array()) {
-    std::printf("deskd at %s%s\n", shown(status, "time").c_str(), text_of(status, "stopping") == "true" ? " (stopping)" : "");
+    std::printf("deskd at %s%s\n", shown_time(status, "time").c_str(), text_of(status, "stopping") == "true" ? " (stopping)" : "");
     print_desks(desks->as_array());
     return;
   }
@@ -139,7 +144,7 @@ void print_status(const json::object& status) {
   if (const json::value* schedules = status.if_contains("schedules"); schedules != nullptr && schedules->is_array()) {
     for (const auto& schedule : schedules->as_array()) {
       std::printf("schedule:       %s, next %s\n", shown(schedule.as_object(), "name").c_str(),
-                  shown(schedule.as_object(), "next").c_str());
+                  shown_time(schedule.as_object(), "next").c_str());
     }
   }
   if (status.contains("usage")) std::printf("usage:\n%s\n", shown_lines(status, "usage").c_str());
@@ -150,7 +155,7 @@ void print_proposals(const json::array& proposals) {
   for (const auto& value : proposals) {
     const json::object& proposal = value.as_object();
     std::printf("%s  %-8s  %s  %s\n  %s\n  why: %s\n", shown(proposal, "id").c_str(), shown(proposal, "status").c_str(),
-                shown(proposal, "desk").c_str(), shown(proposal, "time").c_str(), shown_path(proposal, "path").c_str(),
+                shown(proposal, "desk").c_str(), shown_time(proposal, "time").c_str(), shown_path(proposal, "path").c_str(),
                 shown(proposal, "reason").c_str());
     // The diff keeps its lines; within them, what the desk wrote is shown escaped.
     const std::string diff = shown_lines(proposal, "diff");

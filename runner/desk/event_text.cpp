@@ -4,6 +4,7 @@
 
 #include "base/terminal_text.h"
 #include "runner/desk/event_kinds.h"
+#include "runner/desk/india_time.h"
 
 namespace deskd::desk {
 
@@ -98,7 +99,7 @@ std::string event_text(const json::object& event, bool everything) {
   const std::string time_stamp = string_of(event, "time");
   // A subagent's events are told under the desk with the subagent's id.
   const std::string subagent = string_of(data, "subagent");
-  const std::string at = "[" + terminal_text(time_stamp.size() >= 19 ? time_stamp.substr(11, 8) : time_stamp) + "] " +
+  const std::string at = "[" + terminal_text(readable_india_clock(time_stamp)) + "] " +
                          terminal_text(string_of(event, "desk")) + (subagent.empty() ? "" : "/" + terminal_text(subagent)) + ": ";
 
   const auto row = desk::find_event_kind(kind);

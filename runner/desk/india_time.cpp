@@ -82,6 +82,31 @@ std::string format_india_day(IndiaDate date) {
   return text;
 }
 
+namespace {
+
+// Exactly "YYYY-MM-DDTHH:MM:SS+05:30", as iso8601_india writes it.
+bool is_iso8601_india(std::string_view text) {
+  constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd+05:30";
+  if (text.size() != kShape.size()) return false;
+  for (std::size_t index = 0; index < kShape.size(); ++index) {
+    const bool digit = text[index] >= '0' && text[index] <= '9';
+    if (kShape[index] == 'd' ? !digit : text[index] != kShape[index]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string readable_india_time(std::string_view iso8601) {
+  if (!is_iso8601_india(iso8601)) return std::string(iso8601);
+  return std::string(iso8601.substr(0, 10)) + ' ' + std::string(iso8601.substr(11, 8)) + " IST";
+}
+
+std::string readable_india_clock(std::string_view iso8601) {
+  if (!is_iso8601_india(iso8601)) return std::string(iso8601);
+  return std::string(iso8601.substr(11, 8)) + " IST";
+}
+
 std::string iso8601_india(TimePoint time) {
   const IndiaTime india = india_time(time);
   char buffer[96];

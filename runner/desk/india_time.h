@@ -53,6 +53,13 @@ std::string format_india_day(IndiaDate date);
 /// For machines: "2026-11-30T09:14:05+05:30".
 std::string iso8601_india(TimePoint time);
 
+/// For people, from iso8601_india's text: "2026-11-30 09:14:05 IST". Any other text (a
+/// journal written elsewhere, another offset) is returned as it is, zone and all.
+std::string readable_india_time(std::string_view iso8601);
+
+/// The clock alone, for a line of events: "09:14:05 IST"; other text as it is.
+std::string readable_india_clock(std::string_view iso8601);
+
 /// "2026-11-30".
 std::string iso_date(IndiaDate date);
 

@@ -19,6 +19,7 @@
 namespace deskd::e2e {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -94,6 +95,8 @@ TEST_F(ServeConsoleE2eTest, DeskctlPrintsWhatADeskWroteEscapedAndJsonExact) {
   EXPECT_EQ(raw_control_in(events.output), "");
   EXPECT_THAT(events.output, HasSubstr("    " + kBashPrintsEscaped + "\n"));
   EXPECT_THAT(events.output, HasSubstr("    $'a\\nFAKE-ENTRY.md'\n"));
+  // Each line's India time carries its zone.
+  EXPECT_THAT(events.output, ContainsRegex("(^|\n)\\[[0-9]{2}:[0-9]{2}:[0-9]{2} IST\\] alpha: "));
 
   // --- --json events: every byte as the desk wrote it ---
   const auto json_events = daemon.deskctl({"--json", "events", "alpha"});
@@ -128,6 +131,7 @@ TEST_F(ServeConsoleE2eTest, DeskctlPrintsWhatADeskWroteEscapedAndJsonExact) {
   EXPECT_EQ(raw_control_in(proposals.output), "");
   EXPECT_THAT(proposals.output, HasSubstr("\n  " + shown_path + "\n  why: tidier\\e[1A\\e[2K\n"));
   EXPECT_THAT(proposals.output, HasSubstr("+plan v2\\e]0;title\\x07\n"));
+  EXPECT_THAT(proposals.output, ContainsRegex(" alpha  [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} IST\n"));
   // The diff's header names the file in git's quotes: its newline cannot start a line.
   EXPECT_THAT(proposals.output, HasSubstr("\n--- \"a/"));
   EXPECT_THAT(proposals.output, HasSubstr("zz\\033[2K\\033[1G  "));

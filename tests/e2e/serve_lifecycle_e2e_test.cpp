@@ -284,7 +284,7 @@ TEST_F(ServeE2eTest, TellsSystemdReadyAndStopping) {
   EXPECT_THAT(receive(30s), HasSubstr("READY=1"));
   // STATUS= lines come as desks start (serve_startup_e2e_test); the one after is STOPPING=1.
   std::string status = receive(30s);
-  EXPECT_THAT(status, HasSubstr("STATUS=serving 1 of 1 desks"));
+  EXPECT_THAT(status, HasSubstr("STATUS=1 of 1 desks running"));
   daemon.process().signal(SIGTERM);
   EXPECT_THAT(receive(30s), HasSubstr("STOPPING=1"));
   EXPECT_EQ(daemon.process().wait(), 0) << daemon.process().error_output();

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -108,13 +109,13 @@ TEST(ServeStartupE2eTest, TheSocketAnswersWithinASecondWhileThreeHundredDesksSta
   // systemd heard READY=1 as soon as the socket served, and the count once every desk ran.
   const std::string ready = notify.receive_until("READY=1", 5s);
   EXPECT_THAT(ready, HasSubstr("STATUS=starting: ")) << ready;
-  const std::string serving = notify.receive_until("STATUS=serving", 180s);
-  EXPECT_THAT(serving, HasSubstr("STATUS=serving 300 of 300 desks")) << serving;
+  const std::string serving = notify.receive_until("STATUS=300 of", 180s);
+  EXPECT_THAT(serving, HasSubstr("STATUS=300 of 300 desks running")) << serving;
   for (const auto& [name, state] : daemon.desk_states()) EXPECT_EQ(state, "idle") << name;
   EXPECT_EQ(daemon.stop(60s), 0) << daemon.process().error_output();
 }
 
-// A desk that cannot start is named in STATUS=, and what is sent to it is refused.
+// A desk that cannot start is named in STATUS= with why, and what is sent to it is refused.
 TEST(ServeStartupE2eTest, StatusNamesTheDesksKeptStopped) {
   // Under a root deskd the sandbox runs as its own uid, which cannot enter a 0700 folder.
   if (::geteuid() != 0) GTEST_SKIP() << "needs a root deskd, whose sandboxes run as another uid";
@@ -126,12 +127,68 @@ TEST(ServeStartupE2eTest, StatusNamesTheDesksKeptStopped) {
   ASSERT_TRUE(notify.bound());
   std::string why;
   ASSERT_TRUE(daemon.start({"NOTIFY_SOCKET=" + daemon.folder() + "/notify.sock"}, &why)) << why;
-  const std::string serving = notify.receive_until("STATUS=serving", 60s);
-  EXPECT_THAT(serving, HasSubstr("STATUS=serving 3 of 4 desks; kept stopped: broken")) << serving;
+  const std::string serving = notify.receive_until("STATUS=3 of", 60s);
+  EXPECT_THAT(serving, HasSubstr("STATUS=3 of 4 desks running; kept stopped: broken: starting the sandbox")) << serving;
   const DeskctlResult sent = daemon.deskctl({"send", "broken", "hello?"});
   EXPECT_NE(sent.exit_code, 0) << describe(sent);
   EXPECT_THAT(sent.error_output, HasSubstr("Desk 'broken' is stopped")) << describe(sent);
   EXPECT_EQ(daemon.stop(), 0) << daemon.process().error_output();
+}
+
+// The config's state folder made a file.
+void block_the_state_folder(const ServeDaemon& daemon) {
+  std::ofstream(daemon.folder() + "/blocked") << "a file, not a folder\n";
+  std::string config = file_text(daemon.config_path());
+  const std::string written = "state_folder = \"state\"\n";
+  const auto at = config.find(written);
+  ASSERT_EQ(at, config.find("state_folder")) << config;
+  config.replace(at, written.size(), "state_folder = \"blocked\"\n");
+  std::ofstream(daemon.config_path(), std::ios::trunc) << config;
+}
+
+// A state folder that is a file: `deskd check` refuses it at its line, and `deskd serve`
+// exits before READY=1 instead of serving 0 of 2 desks.
+TEST(ServeStartupE2eTest, AStateFolderThatIsAFileIsRefusedByCheckAndServe) {
+  ServeDaemon daemon(many_desks(2, R"({"text": "hi"})" "\n"));
+  ASSERT_NO_FATAL_FAILURE(block_the_state_folder(daemon));
+  const std::string refusal = daemon.config_path() + ":2:16: deskd's state folder " + daemon.folder() +
+                              "/blocked is not a folder; make it a folder the user deskd runs as may write, or set "
+                              "[runner] state_folder to one";
+  DeskdProcess check({"check", "--config", daemon.config_path()});
+  (void)check.read_rest();
+  EXPECT_EQ(check.wait(), 2);
+  EXPECT_THAT(check.error_output(), HasSubstr(refusal));
+
+  NotifySocket notify(daemon.folder() + "/notify.sock");
+  ASSERT_TRUE(notify.bound());
+  daemon.launch({"NOTIFY_SOCKET=" + daemon.folder() + "/notify.sock"});
+  EXPECT_EQ(daemon.process().wait(30s), 2) << daemon.process().error_output();
+  EXPECT_THAT(daemon.process().error_output(), HasSubstr(refusal));
+  EXPECT_EQ(notify.receive(200ms), "(nothing)");
+  EXPECT_FALSE(fs::exists(daemon.socket_path()));
+}
+
+// An unprivileged deskd whose state folder would go in a root-owned folder.
+TEST(ServeStartupE2eTest, AnUnprivilegedDeskdRefusesAStateFolderItMayNotCreate) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to hand the test's folder to another uid and keep its top";
+  constexpr uid_t kUnprivilegedUid = 4243;
+  ServeDaemon daemon(many_desks(2, R"({"text": "hi"})" "\n"));
+  daemon.run_as(kUnprivilegedUid);
+  ASSERT_EQ(::lchown(daemon.folder().c_str(), 0, 0), 0);
+  const std::string refusal = daemon.config_path() + ":2:16: deskd's state folder " + daemon.folder() +
+                              "/state cannot be created: uid 4243 may not write in " + daemon.folder() + ";";
+  DeskdProcess check({"check", "--config", daemon.config_path()}, std::nullopt, {}, kUnprivilegedUid);
+  (void)check.read_rest();
+  EXPECT_EQ(check.wait(), 2);
+  EXPECT_THAT(check.error_output(), HasSubstr(refusal));
+
+  NotifySocket notify(daemon.folder() + "/notify.sock");
+  ASSERT_TRUE(notify.bound());
+  ASSERT_EQ(::chmod((daemon.folder() + "/notify.sock").c_str(), 0666), 0);
+  daemon.launch({"NOTIFY_SOCKET=" + daemon.folder() + "/notify.sock"});
+  EXPECT_EQ(daemon.process().wait(30s), 2) << daemon.process().error_output();
+  EXPECT_THAT(daemon.process().error_output(), HasSubstr(refusal));
+  EXPECT_EQ(notify.receive(200ms), "(nothing)");
 }
 
 // A reload and a SIGTERM that come while desks start wait for them, and lose nothing.
@@ -152,8 +209,8 @@ TEST(ServeStartupE2eTest, AReloadThenAStopWhileDesksStartAreAnsweredCleanly) {
   EXPECT_EQ(reloaded.exit_code, 1) << describe(reloaded) << daemon.process().error_output();
   EXPECT_THAT(reloaded.output, HasSubstr("restarted  broken")) << describe(reloaded);
   EXPECT_THAT(reloaded.output, HasSubstr("failed     broken: starting the sandbox")) << describe(reloaded);
-  const std::string serving = notify.receive_until("STATUS=serving", 60s);
-  EXPECT_THAT(serving, HasSubstr("STATUS=serving 40 of 41 desks; kept stopped: broken")) << serving;
+  const std::string serving = notify.receive_until("STATUS=40 of", 60s);
+  EXPECT_THAT(serving, HasSubstr("STATUS=40 of 41 desks running; kept stopped: broken: starting the sandbox")) << serving;
   for (const auto& [name, state] : daemon.desk_states()) EXPECT_EQ(state, name == "broken" ? "stopped" : "idle") << name;
 
   // Stopped while the desks start: the ones not yet begun are not built only to be taken down.

@@ -37,6 +37,18 @@ TEST(IndiaTimeTest, FormatsForPeopleAndMachines) {
   EXPECT_EQ(format_india_day(date(2026, 12, 1)), "Tuesday 1 December");
 }
 
+// What deskctl prints of a time the socket sent: the zone stays on it.
+TEST(IndiaTimeTest, ATimeForPeopleCarriesItsZone) {
+  EXPECT_EQ(readable_india_time("2026-12-04T09:15:00+05:30"), "2026-12-04 09:15:00 IST");
+  EXPECT_EQ(readable_india_clock("2026-12-04T09:15:00+05:30"), "09:15:00 IST");
+  // Not India time as deskd writes it: shown as it is, so its own zone is not lost.
+  for (const char* other : {"2026-12-04T03:45:00Z", "2026-12-04T09:15:00+05:45", "2026-12-04T09:15:00.5+05:30",
+                            "2026-12-04 09:15:00", "soon", ""}) {
+    EXPECT_EQ(readable_india_time(other), other);
+    EXPECT_EQ(readable_india_clock(other), other);
+  }
+}
+
 TEST(IndiaTimeTest, TheDayChangesAt1830Utc) {
   const TimePoint last_second = utc(2026, 11, 29, 18, 29, 59);
   const TimePoint midnight = utc(2026, 11, 29, 18, 30, 0);
