@@ -414,6 +414,16 @@ Result<std::vector<UniqueFd>> open_trees_for_binds(std::vector<MountStep>& steps
       return Error::from_errno(errno, "The sandbox could not be set up: opening " + host_path + " to " + s.description +
                                           " (open_tree) failed");
     }
+    // The copy is a peer of the host's mount: on a host whose / is shared (any systemd
+    // host), every mount the sandbox then made beneath it (the desk's writable places)
+    // appeared in the host's mount table too, four more at each launch. Private first.
+    mount_attr private_propagation{};
+    private_propagation.propagation = MS_PRIVATE;
+    if (::syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH | (s.recursive ? AT_RECURSIVE : 0),
+                  &private_propagation, sizeof private_propagation) != 0) {
+      return Error::from_errno(errno, "The sandbox could not be set up: making its copy of " + host_path +
+                                          " private (mount_setattr) failed");
+    }
     s.source_fd = tree.get();
     trees.push_back(std::move(tree));
   }

@@ -9,7 +9,10 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -112,6 +115,26 @@ TEST(QuotaMountsE2eTest, TwentyStartsAndStopsAndAKillLeaveTheMountTableAndLoopDe
   EXPECT_EQ(loop_devices_under(daemon.folder()), loops_before);
   EXPECT_THAT(daemon.process().error_output(), Not(HasSubstr("left something behind")));
   EXPECT_LT(std::chrono::steady_clock::now() - started_at, std::chrono::seconds(60));
+}
+
+// Where the host's / is shared (every systemd host), a root deskd's copy of a folder for the
+// sandbox was a peer of the host's mount, and the desk's writable places, bound beneath it
+// in the sandbox, appeared in the host's mount table: four more at each launch.
+TEST(QuotaMountsE2eTest, ASandboxsMountsStayInsideItWhereTheHostsRootIsShared) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only a root deskd copies the host's mounts with open_tree";
+  TemporaryDesk desk;
+  // A mount namespace of the test's own, made shared like a systemd host's; two launches.
+  const std::string launch = std::string(deskd_binary()) + " sandbox --desk '" + desk.directory() + "' -- true";
+  const std::string script = "unshare --mount --propagation shared sh -c \"" + launch + " && " + launch +
+                             " && grep -c '" + desk.directory() + "' /proc/self/mountinfo\" 2>&1";
+  FILE* pipe = ::popen(script.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (const std::size_t count = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, count);
+  const int status = ::pclose(pipe);
+  EXPECT_EQ(output, "0\n") << "the host's mount table holds the sandbox's mounts:\n" << output;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << output;  // grep -c found nothing
 }
 
 // A reload that restarts a quota desk keeps one set of mounts; one that removes it takes them down.
