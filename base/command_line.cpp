@@ -87,7 +87,7 @@ CLI::Option* add_value_once(CLI::App& command, const std::string& name, std::str
         into = values.front();
       },
       description);
-  option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->type_size(1)->expected(1);
+  option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->type_size(1)->expected(1)->allow_extra_args(false);
   return option;
 }
 

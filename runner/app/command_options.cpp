@@ -25,7 +25,7 @@ CLI::Option* add_checked(CLI::App& command, Options& options, Take take_option, 
       },
       description);
   // A repeatable option keeps every value; any other keeps the last, as it always has.
-  option->type_size(1)->expected(1)->type_name(value_name);
+  option->type_size(1)->expected(1)->allow_extra_args(false)->type_name(value_name);
   option->multi_option_policy(repeatable ? CLI::MultiOptionPolicy::TakeAll : CLI::MultiOptionPolicy::TakeLast);
   return option;
 }

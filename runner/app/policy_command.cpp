@@ -30,6 +30,11 @@ struct PolicyQuestion {
 };
 
 int answer(const PolicyQuestion& question) {
+  if (question.action != "read" && question.action != "write") {
+    std::fprintf(stderr, "deskd policy: the action must be read or write, not %s.\nRun 'deskd policy --help' for usage.\n",
+                 question.action.c_str());
+    return kUsageExitStatus;
+  }
   std::vector<std::filesystem::path> hidden_paths;
   for (const auto& hidden : question.hidden_paths) {
     const std::filesystem::path value{hidden};
@@ -64,11 +69,11 @@ DeskdCommand add_policy_command(CLI::App& deskd) {
       ->type_name("PATH")
       ->type_size(1)
       ->expected(1)
+      ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   command->add_option("action", question->action, "read or write")
       ->type_name("read|write")
-      ->required()
-      ->check(CLI::IsMember({"read", "write"}));
+      ->required();
   command->add_option("path", question->path, "the path to ask about")->type_name("PATH")->required();
   return {command, [question] { return answer(*question); }};
 }
