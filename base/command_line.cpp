@@ -2,12 +2,58 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 
 namespace deskd {
+namespace {
+
+constexpr std::size_t kNameColumns = 28;
+constexpr std::size_t kHelpColumns = 92;
+
+// Breaks `text` into lines that fit beside the names' column: CLI11 2.1 writes each
+// description on one line, however long, and indents what follows a line break.
+std::string wrapped(const std::string& text) {
+  const std::size_t width = kHelpColumns - kNameColumns;
+  std::string result;
+  std::size_t line_length = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (line_length > 0 && line_length + 1 + word.size() > width) {
+      result += '\n';
+      line_length = 0;
+    } else if (line_length > 0) {
+      result += ' ';
+      ++line_length;
+    }
+    result += word;
+    line_length += word.size();
+    start = end + 1;
+  }
+  return result;
+}
+
+class WrappingFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_desc(const CLI::Option* option) const override {
+    return wrapped(CLI::Formatter::make_option_desc(option));
+  }
+  std::string make_subcommand(const CLI::App* command) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, command->get_display_name(true), wrapped(command->get_description()),
+                             column_width_);
+    return out.str();
+  }
+};
+
+}  // namespace
 
 std::unique_ptr<CLI::App> make_command_line_parser(const std::string& description, const std::string& program) {
   auto parser = std::make_unique<CLI::App>(description, program);
-  parser->get_formatter()->column_width(28);
+  parser->formatter(std::make_shared<WrappingFormatter>());
+  parser->get_formatter()->column_width(kNameColumns);
   parser->get_formatter()->label("REQUIRED", "(required)");
   parser->get_formatter()->label("Usage", "usage");
   parser->set_help_flag("-h,--help", "show this help and exit");
