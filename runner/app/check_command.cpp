@@ -1,69 +1,62 @@
-// `deskd check --config FILE`: loads the daemon's config as `deskd serve` would and prints
+// `deskd check [--config FILE]`: loads the daemon's config as `deskd serve` would and prints
 // every problem at once, like a compiler, so a config can be fixed before a restart.
 
 #include <cstdio>
-#include <optional>
+#include <filesystem>
+#include <memory>
 #include <string>
 
+#include "base/command_line.h"
 #include "runner/app/config.h"
+#include "runner/app/deskd_command.h"
 
 namespace deskd::app {
 namespace {
 
-constexpr const char* kCheckUsage =
-    "usage: deskd check --config FILE\n"
-    "\n"
+constexpr const char* kCheckDescription =
     "Reads the daemon's TOML config and checks everything it can before a desk starts:\n"
     "unknown keys, wrong types and values, missing desk folders and files, hidden paths\n"
     "that would cover a desk's own folder, and desk folders that would break confinement\n"
     "(a system folder, one shared with or nested in another desk's, one holding deskd's\n"
     "state folder or socket, one the desk's sandbox cannot reach). Prints each problem as\n"
-    "FILE:LINE:COLUMN: MESSAGE.\n"
-    "\n"
-    "  --config FILE   the config to check\n"
-    "\n"
-    "Exit status: 0 the config is fine, 2 a problem was found or the usage is wrong.\n";
+    "FILE:LINE:COLUMN: MESSAGE.";
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "deskd check: %s\n\n%s", message.c_str(), kCheckUsage);
-  return 2;
+constexpr const char* kCheckFooter =
+    "Exit status: 0 the config is fine, 2 a problem was found or the usage is wrong.";
+
+int check(const std::string& file, bool named) {
+  if (file.empty()) {
+    std::fputs("deskd check: --config needs a file name.\nRun 'deskd check --help' for usage.\n", stderr);
+    return kUsageExitStatus;
+  }
+  std::error_code error;
+  if (!named && !std::filesystem::exists(file, error)) {
+    std::fprintf(stderr,
+                 "deskd check: no --config was given and the default config %s does not exist; give --config FILE.\n",
+                 file.c_str());
+    return kUsageExitStatus;
+  }
+  const ConfigLoad load = load_config(file);
+  if (!load.config) {
+    for (const auto& problem : load.problems) std::fprintf(stderr, "%s\n", problem.to_string().c_str());
+    return kUsageExitStatus;
+  }
+  std::string names;
+  for (const auto& desk : load.config->desks) names += (names.empty() ? "" : ", ") + desk.name;
+  std::printf("%s: ok, %zu desk(s): %s\n", file.c_str(), load.config->desks.size(), names.c_str());
+  return 0;
 }
 
 }  // namespace
 
-int run_check_command(std::span<const std::string_view> arguments) {
-  std::optional<std::string> file;
-  for (std::size_t index = 0; index < arguments.size(); ++index) {
-    const std::string_view argument = arguments[index];
-    if (argument == "--help" || argument == "-h") {
-      std::fputs(kCheckUsage, stdout);
-      return 0;
-    }
-    if (argument == "--config") {
-      if (index + 1 >= arguments.size()) return usage_error("--config needs a value.");
-      if (file) return usage_error("--config is given twice.");
-      file = std::string(arguments[++index]);
-      continue;
-    }
-    if (argument.starts_with("--config=")) {
-      if (file) return usage_error("--config is given twice.");
-      file = std::string(argument.substr(9));
-      continue;
-    }
-    return usage_error("unexpected argument " + std::string(argument) + ".");
-  }
-  if (!file) return usage_error("--config is required.");
-  if (file->empty()) return usage_error("--config needs a file name.");
-
-  const ConfigLoad load = load_config(*file);
-  if (!load.config) {
-    for (const auto& problem : load.problems) std::fprintf(stderr, "%s\n", problem.to_string().c_str());
-    return 2;
-  }
-  std::string names;
-  for (const auto& desk : load.config->desks) names += (names.empty() ? "" : ", ") + desk.name;
-  std::printf("%s: ok, %zu desk(s): %s\n", file->c_str(), load.config->desks.size(), names.c_str());
-  return 0;
+DeskdCommand add_check_command(CLI::App& deskd) {
+  auto* command = deskd.add_subcommand("check", "check the daemon's config file and list every problem in it");
+  command->footer(std::string(kCheckDescription) + "\n\n" + kCheckFooter);
+  auto file = std::make_shared<std::string>(kDefaultConfigPath);
+  auto* option = add_value_once(*command, "--config", *file,
+                                std::string("the config to check (default ") + kDefaultConfigPath + ")");
+  option->type_name("FILE");
+  return {command, [file, option] { return check(*file, option->count() > 0); }};
 }
 
 }  // namespace deskd::app

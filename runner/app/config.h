@@ -178,8 +178,4 @@ ConfigLoad load_config(const std::filesystem::path& file);
 /// the default /var/lib/deskd whoever runs it.
 ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file);
 
-/// `deskd check --config F`: prints every problem (or "F: ok, N desks") and returns 0, or 2
-/// when there is a problem or the usage is wrong.
-int run_check_command(std::span<const std::string_view> arguments);
-
 }  // namespace deskd::app

@@ -17,14 +17,6 @@
 
 namespace deskd::app {
 
-const char* const kDeskToolOptionsHelp =
-    "  --desk DIR          the desk folder (required); its missing writable places are\n"
-    "                      created and, when deskd runs as root, handed to the sandbox's uid\n"
-    "  --timeout SECONDS   how long one bash command may run (default 120)\n"
-    "  --max-output CHARS  how much of a command's output is kept (default 20000)\n"
-    "  --proposals DIR     where propose_file_change stores proposals, outside the desk's\n"
-    "                      writable places (default: none, and the tool refuses)\n";
-
 namespace {
 
 Error usage(std::string message) { return Error::make(ErrorCode::invalid_argument, std::move(message)); }

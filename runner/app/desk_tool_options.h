@@ -30,9 +30,6 @@ struct DeskToolOptions {
   std::optional<std::filesystem::path> proposals_folder;
 };
 
-/// The usage lines of the options below (--desk first).
-extern const char* const kDeskToolOptionsHelp;
-
 /// Like take_sandbox_option(), for the sandbox options plus --timeout SECONDS,
 /// --max-output CHARS and --proposals DIR.
 Result<bool> take_desk_tool_option(std::span<const std::string_view> arguments, std::size_t& index,

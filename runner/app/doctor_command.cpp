@@ -3,13 +3,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <memory>
 #include <cstdio>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "base/command_line.h"
 #include "runner/app/config.h"
+#include "runner/app/deskd_command.h"
 #include "runner/app/desk_id_range_check.h"
 #include "runner/app/desk_ids.h"
 #include "sandbox/host_support.h"
@@ -20,30 +24,24 @@
 
 namespace deskd::app {
 
-const char* const kDoctorUsage =
-    "usage: deskd doctor [--config FILE] [--json]\n"
-    "\n"
+namespace {
+
+constexpr const char* kDoctorDescription =
     "Says which isolation this host offers deskd's sandbox: user and mount namespaces,\n"
     "seccomp, landlock, cgroup v2 delegation, openat2, pidfd, mount_setattr; what was found\n"
     "for each, and how to fix what is missing. Run it as the user deskd will run as.\n"
     "It also checks that no user, group, subordinate id range or process of the host uses\n"
-    "the uids a root deskd gives its desks.\n"
-    "\n"
-    "  --config FILE   take the desk uid range from this config (else the default range)\n"
-    "  --json          print the checks as a JSON array of\n"
-    "                  {\"name\", \"available\", \"required\", \"detail\", \"fix\"}\n"
+    "the uids a root deskd gives its desks (the range of --config's [runner]; when the\n"
+    "default config does not exist, the default range, and it says so).\n"
     "\n"
     "Exit status: 0 a full sandbox can start, 1 it cannot, 2 bad usage or a config with\n"
-    "problems.\n";
+    "problems.";
+
+}  // namespace
 
 namespace {
 
 using sandbox::SupportCheck;
-
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "deskd doctor: %s\n\n%s", message.c_str(), kDoctorUsage);
-  return 2;
-}
 
 std::string status_word(const SupportCheck& check) {
   if (check.available) return "[ok]";
@@ -128,32 +126,21 @@ void print_json(const std::vector<SupportCheck>& checks) {
   std::fputs(text.c_str(), stdout);
 }
 
-}  // namespace
-
-int run_doctor_command(std::span<const std::string_view> arguments) {
-  bool json = false;
-  std::optional<std::string> config_file;
-  for (std::size_t index = 0; index < arguments.size(); ++index) {
-    const std::string_view argument = arguments[index];
-    if (argument == "--help" || argument == "-h") {
-      std::fputs(kDoctorUsage, stdout);
-      return 0;
-    }
-    if (argument == "--json") {
-      json = true;
-      continue;
-    }
-    if (argument == "--config" || argument.starts_with("--config=")) {
-      if (config_file) return usage_error("--config is given twice.");
-      if (argument == "--config" && index + 1 >= arguments.size()) return usage_error("--config needs a value.");
-      config_file = std::string(argument == "--config" ? arguments[++index] : argument.substr(9));
-      if (config_file->empty()) return usage_error("--config needs a file name.");
-      continue;
-    }
-    if (argument.starts_with("-")) return usage_error("unknown option " + std::string(argument) + ".");
-    return usage_error("takes no arguments, but was given " + std::string(argument) + ".");
+int run_doctor(bool json, std::optional<std::string> config_file, bool named) {
+  if (config_file && config_file->empty()) {
+    std::fputs("deskd doctor: --config needs a file name.\nRun 'deskd doctor --help' for usage.\n", stderr);
+    return kUsageExitStatus;
   }
-
+  std::error_code missing;
+  if (!named && !std::filesystem::exists(*config_file, missing)) {
+    // The host's isolation is worth knowing before any config exists; only the uid range
+    // falls back to the default, and the person is told why.
+    std::fprintf(stderr,
+                 "deskd doctor: no --config was given and the default config %s does not exist; the desk uid range "
+                 "checked is the default one.\n",
+                 config_file->c_str());
+    config_file.reset();
+  }
   Config config;  // the default desk uid range
   std::set<uid_t> desk_ids;
   if (config_file) {
@@ -190,6 +177,28 @@ int run_doctor_command(std::span<const std::string_view> arguments) {
     print_table(checks);
   }
   return sandbox::full_sandbox_possible(checks) ? 0 : 1;
+}
+
+}  // namespace
+
+DeskdCommand add_doctor_command(CLI::App& deskd) {
+  auto* command =
+      deskd.add_subcommand("doctor", "say which isolation this host supports, and how to fix what is missing");
+  command->footer(kDoctorDescription);
+  struct Options {
+    std::string config_file = kDefaultConfigPath;
+    bool json = false;
+  };
+  auto options = std::make_shared<Options>();
+  auto* config = add_value_once(*command, "--config", options->config_file,
+                                std::string("take the desk uid range from this config (default ") +
+                                    kDefaultConfigPath + ")");
+  config->type_name("FILE");
+  command->add_flag("--json", options->json,
+                    "print the checks as a JSON array of {\"name\", \"available\", \"required\", \"detail\", \"fix\"}");
+  return {command, [options, config] {
+            return run_doctor(options->json, options->config_file, config->count() > 0);
+          }};
 }
 
 }  // namespace deskd::app

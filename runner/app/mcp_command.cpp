@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <string>
 
+#include "base/command_line.h"
+#include "runner/app/command_options.h"
 #include "runner/app/desk_tool_options.h"
 #include "runner/tools/mcp_server.h"
 
@@ -20,9 +22,7 @@
 namespace deskd::app {
 namespace {
 
-const char* const kUsageHead =
-    "usage: deskd mcp --desk DIR [--hide PATH]... [OPTIONS]\n"
-    "\n"
+constexpr const char* kMcpDescription =
     "Serves the desk's tools (bash, bash_background, check_background, bash_restart,\n"
     "read_file, write_file, edit_file, list_directory, propose_file_change) as a Model\n"
     "Context Protocol server on standard input and output: JSON-RPC 2.0, one message a line,\n"
@@ -38,15 +38,11 @@ const char* const kUsageHead =
     "a null id: a line whose id cannot be known is logged here on standard error, and\n"
     "answered without an id only once the session speaks 2025-11-25.\n"
     "\n"
-    "  --progress-interval SECONDS  how often a running call reports progress (default 5)\n";
-
-const char* const kUsageTail =
-    "\n"
     "End of input: from a file, every request is answered first; from a pipe or a socket\n"
     "(the client hung up) the calls under way are stopped at once and deskd exits.\n"
     "\n"
     "Exit status: 0 at the end of input; 1 if replies cannot be written; 2 for bad usage\n"
-    "or a desk that cannot be set up; 128+N after signal N.\n";
+    "or a desk that cannot be set up; 128+N after signal N.";
 
 // 0.05 to 3600 seconds, as milliseconds.
 std::optional<std::chrono::milliseconds> parse_interval(std::string_view text) {
@@ -67,27 +63,7 @@ int usage_error(const std::string& message) {
 // ends leaves the process's own descriptors alone.
 UniqueFd duplicate(int fd) { return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3)); }
 
-}  // namespace
-
-int run_mcp_command(std::span<const std::string_view> arguments) {
-  DeskToolOptions options;
-  std::chrono::milliseconds progress_interval = tools::McpServer::kDefaultProgressInterval;
-  for (std::size_t index = 0; index < arguments.size(); ++index) {
-    const std::string_view argument = arguments[index];
-    if (argument == "--help" || argument == "-h") {
-      std::printf("%s%s%s%s", kUsageHead, kDeskToolOptionsHelp, kSandboxOptionsHelp, kUsageTail);
-      return 0;
-    }
-    if (argument == "--progress-interval") {
-      const auto interval = index + 1 < arguments.size() ? parse_interval(arguments[++index]) : std::nullopt;
-      if (!interval) return usage_error("--progress-interval needs a number of seconds from 0.05 to 3600.");
-      progress_interval = *interval;
-      continue;
-    }
-    auto taken = take_desk_tool_option(arguments, index, options);
-    if (!taken.ok()) return usage_error(taken.error().what);
-    if (!*taken) return usage_error("unknown argument '" + std::string(argument) + "'.");
-  }
+int serve_mcp(const DeskToolOptions& options, std::chrono::milliseconds progress_interval) {
   auto settings = build_desk_tool_settings(options);
   if (!settings.ok()) return usage_error(settings.error().what);
   UniqueFd input = duplicate(0);
@@ -116,6 +92,31 @@ int run_mcp_command(std::span<const std::string_view> arguments) {
       if (escaped) std::fputs("deskd mcp: closing the tools failed\n", stderr);
     });
   });
+}
+
+}  // namespace
+
+DeskdCommand add_mcp_command(CLI::App& deskd) {
+  auto* command = deskd.add_subcommand("mcp", "serve a desk's tools as a Model Context Protocol server on stdio");
+  command->footer(kMcpDescription);
+  struct Options {
+    DeskToolOptions tools;
+    std::chrono::milliseconds progress_interval = tools::McpServer::kDefaultProgressInterval;
+  };
+  auto options = std::make_shared<Options>();
+  add_desk_tool_options(*command, options->tools);
+  command
+      ->add_option_function<std::string>(
+          "--progress-interval",
+          [options](const std::string& text) {
+            const auto interval = parse_interval(text);
+            if (!interval) throw CLI::ValidationError("--progress-interval needs a number of seconds from 0.05 to 3600");
+            options->progress_interval = *interval;
+          },
+          "how often a running call reports progress (default 5)")
+      ->type_name("SECONDS")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  return {command, [options] { return serve_mcp(options->tools, options->progress_interval); }};
 }
 
 }  // namespace deskd::app

@@ -1,16 +1,7 @@
 #pragma once
 // `deskd policy`: answers, for one path, what a desk's file tools would be allowed to do.
+// add_policy_command (deskd_command.h) adds it to deskd's parser. It prints
+// "allowed: <path>" and exits 0, prints "refused: <sentence>" and exits 1, or exits 2 for
+// bad usage or a confinement that cannot be built.
 
-#include <span>
-#include <string_view>
-
-namespace deskd::app {
-
-/// Runs `deskd policy ARGS...` (arguments after the word "policy"). Prints "allowed: <path>"
-/// and returns 0, prints "refused: <sentence>" and returns 1, or prints usage and returns 2.
-int run_policy_command(std::span<const std::string_view> arguments);
-
-/// The usage text of `deskd policy`.
-extern const char* const kPolicyUsage;
-
-}  // namespace deskd::app
+#include "runner/app/deskd_command.h"

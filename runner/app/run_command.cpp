@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <string>
 
+#include "base/command_line.h"
 #include "base/terminal_text.h"
+#include "runner/app/command_options.h"
 #include "runner/app/desk_tool_options.h"
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/india_time.h"
@@ -20,17 +22,6 @@ namespace deskd::app {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
-
-const char* const kRunUsage =
-    "usage: deskd run --desk DIR [OPTIONS] [--script FILE] [--state DIR] MESSAGE...\n"
-    "\n"
-    "Runs one turn of the desk in DIR for MESSAGE, on the built-in script model (or the\n"
-    "JSON-lines script FILE): its bash runs in the desk's sandbox and its file tools are held\n"
-    "by the desk's path policy. Prints what the desk does, then exits.\n"
-    "\n"
-    "  --script FILE       the model's replies, one JSON line per turn (default: the demo)\n"
-    "  --state DIR         where the journal, session and proposals go\n"
-    "                      (default: DIR/.deskd)\n";
 
 namespace {
 
@@ -86,40 +77,33 @@ int setup_error(const std::string& message) {
   return 125;
 }
 
-}  // namespace
+constexpr const char* kRunDescription =
+    "Runs one turn of the desk in DIR for MESSAGE, on the built-in script model (or the\n"
+    "JSON-lines script FILE): its bash runs in the desk's sandbox and its file tools are held\n"
+    "by the desk's path policy. Prints what the desk does, then exits. A MESSAGE that starts\n"
+    "with '-' goes after --.\n"
+    "\n"
+    "Exit status: 0 the turn finished, 1 it failed or was stopped, 2 bad usage, 125 the desk\n"
+    "could not be set up.";
 
-int run_run_command(std::span<const std::string_view> arguments) {
+struct RunRequest {
   DeskToolOptions options;
-  std::optional<std::filesystem::path> script_path, state_folder;
+  std::string script_path;
+  std::string state_folder;
+  std::vector<std::string> message_words;
+};
+
+int run_turn(RunRequest& request) {
+  DeskToolOptions& options = request.options;
   std::string message;
-  for (std::size_t index = 0; index < arguments.size(); ++index) {
-    const std::string_view argument = arguments[index];
-    if (argument == "--help" || argument == "-h") {
-      std::fputs(kRunUsage, stdout);
-      std::fputs(kDeskToolOptionsHelp, stdout);
-      return 0;
-    }
-    auto taken = take_desk_tool_option(arguments, index, options);
-    if (!taken.ok()) {
-      std::fprintf(stderr, "deskd run: %s\n", taken.error().what.c_str());
-      return 2;
-    }
-    if (*taken) continue;
-    if ((argument == "--script" || argument == "--state") && index + 1 < arguments.size()) {
-      (argument == "--script" ? script_path : state_folder) = std::filesystem::absolute(std::string(arguments[++index]));
-      continue;
-    }
-    if (argument.starts_with("--")) {
-      std::fprintf(stderr, "deskd run: unknown option %.*s.\n%s", static_cast<int>(argument.size()), argument.data(), kRunUsage);
-      return 2;
-    }
-    if (!message.empty()) message += ' ';
-    message += argument;
-  }
+  for (const auto& word : request.message_words) message += (message.empty() ? "" : " ") + word;
   if (!options.sandbox.desk_directory || message.empty()) {
-    std::fprintf(stderr, "deskd run: give --desk DIR and a message.\n%s", kRunUsage);
+    std::fputs("deskd run: give --desk DIR and a message.\nRun 'deskd run --help' for usage.\n", stderr);
     return 2;
   }
+  std::optional<std::filesystem::path> script_path, state_folder;
+  if (!request.script_path.empty()) script_path = std::filesystem::absolute(request.script_path);
+  if (!request.state_folder.empty()) state_folder = std::filesystem::absolute(request.state_folder);
   const auto state = state_folder.value_or(std::filesystem::absolute(*options.sandbox.desk_directory) / ".deskd");
   if (!options.proposals_folder) options.proposals_folder = state / "proposals";
   std::error_code error;
@@ -182,6 +166,26 @@ int run_run_command(std::span<const std::string_view> arguments) {
     co_return status;
   };
   return run_until_done(io, main(), [&] { stop.emit(asio::cancellation_type::terminal); });
+}
+
+}  // namespace
+
+DeskdCommand add_run_command(CLI::App& deskd) {
+  auto* command = deskd.add_subcommand("run", "run one turn of a desk on the built-in script model");
+  command->footer(kRunDescription);
+  auto request = std::make_shared<RunRequest>();
+  add_desk_tool_options(*command, request->options);
+  command->add_option("--script", request->script_path,
+                      "the model's replies, one JSON line per turn (default: the demo)")
+      ->type_name("FILE")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  command->add_option("--state", request->state_folder,
+                      "where the journal, session and proposals go (default: DIR/.deskd)")
+      ->type_name("DIR")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  command->add_option("message", request->message_words, "the message to the desk, in one or more words")
+      ->type_name("MESSAGE");
+  return {command, [request] { return run_turn(*request); }};
 }
 
 }  // namespace deskd::app

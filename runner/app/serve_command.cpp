@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/command_line.h"
 #include "runner/app/config.h"
 #include "runner/app/daemon.h"
 #include "runner/app/deskd_log.h"
@@ -29,9 +30,9 @@ namespace deskd::app {
 namespace asio = boost::asio;
 namespace json = boost::json;
 
-const char* const kServeUsage =
-    "usage: deskd serve --config FILE\n"
-    "\n"
+namespace {
+
+constexpr const char* kServeDescription =
     "Runs every desk of FILE on one event loop and serves deskctl on the control socket\n"
     "named by [runner] socket. Logs go to stderr (journald keeps them under systemd).\n"
     "The socket serves at once; desks start beside it, two at a time (deskctl desks\n"
@@ -46,9 +47,7 @@ const char* const kServeUsage =
     "\"stopping\"), running turns get [runner] shutdown_grace_seconds, then every desk is\n"
     "stopped and its journal flushed; the exit status is 0. A second signal exits at once.\n"
     "\n"
-    "Exit statuses: 0 stopped cleanly, 1 could not start, 2 bad usage or config.\n";
-
-namespace {
+    "Exit statuses: 0 stopped cleanly, 1 could not start, 2 bad usage or config.";
 
 // One log line per event worth a line: what happened on which desk, never the content of
 // messages, tool output or model text (they belong to the journal and the user).
@@ -145,29 +144,8 @@ asio::awaitable<void> ping_watchdog(std::chrono::microseconds period) {
   }
 }
 
-}  // namespace
-
-int run_serve_command(std::span<const std::string_view> arguments) {
-  std::optional<std::filesystem::path> config_path;
-  for (std::size_t index = 0; index < arguments.size(); ++index) {
-    const std::string_view argument = arguments[index];
-    if (argument == "--help" || argument == "-h") {
-      std::fputs(kServeUsage, stdout);
-      return 0;
-    }
-    if (argument == "--config" && index + 1 < arguments.size()) {
-      config_path = std::string(arguments[++index]);
-      continue;
-    }
-    std::fprintf(stderr, "deskd serve: unexpected argument '%.*s'.\n%s", static_cast<int>(argument.size()),
-                 argument.data(), kServeUsage);
-    return 2;
-  }
-  if (!config_path) {
-    std::fprintf(stderr, "deskd serve: give --config FILE.\n%s", kServeUsage);
-    return 2;
-  }
-  ConfigLoad loaded = load_config(*config_path);
+int serve(const std::filesystem::path& config_path) {
+  ConfigLoad loaded = load_config(config_path);
   if (!loaded.config) {
     for (const auto& problem : loaded.problems) std::fprintf(stderr, "%s\n", problem.to_string().c_str());
     std::fprintf(stderr, "deskd serve: the config has %zu problem(s); nothing was started.\n", loaded.problems.size());
@@ -292,6 +270,24 @@ int run_serve_command(std::span<const std::string_view> arguments) {
   signals.async_wait(on_signal);
   io.run();
   return stopped_cleanly ? 0 : 1;
+}
+
+}  // namespace
+
+DeskdCommand add_serve_command(CLI::App& deskd) {
+  auto* command = deskd.add_subcommand("serve", "run every desk of a config and serve deskctl on the control socket");
+  command->footer(kServeDescription);
+  auto config_path = std::make_shared<std::string>();
+  command->add_option("--config", *config_path, "the daemon's config (required)")
+      ->type_name("FILE")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  return {command, [config_path] {
+            if (config_path->empty()) {
+              std::fputs("deskd serve: give --config FILE.\nRun 'deskd serve --help' for usage.\n", stderr);
+              return 2;
+            }
+            return serve(*config_path);
+          }};
 }
 
 }  // namespace deskd::app

@@ -1,12 +1,5 @@
 #pragma once
-// `deskd serve --config F`: the daemon.
+// `deskd serve --config F`: the daemon. add_serve_command (deskd_command.h) adds it to
+// deskd's parser.
 
-#include <span>
-#include <string_view>
-
-namespace deskd::app {
-
-extern const char* const kServeUsage;
-int run_serve_command(std::span<const std::string_view> arguments);
-
-}  // namespace deskd::app
+#include "runner/app/deskd_command.h"

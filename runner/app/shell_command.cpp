@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "runner/app/command_options.h"
 #include "runner/app/desk_tool_options.h"
 #include "runner/tools/bash_session.h"
 #include "runner/tools/json_text.h"
@@ -22,23 +23,14 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using asio::awaitable;
 
-const char* const kUsageHead =
-    "usage: deskd shell --desk DIR [--hide PATH]... [OPTIONS] [--json]\n"
-    "\n"
+constexpr const char* kShellDescription =
     "Reads commands from standard input, one a line, and runs each in the desk's bash: one\n"
     "long-lived bash in the desk's sandbox, as the desk's model uses it. Prints what each\n"
     "command printed and, when it is not 0, its exit status as \"[exit N]\". Ends at the\n"
     "end of input (Ctrl-D); `exit` ends only the bash, which starts afresh.\n"
     "\n"
-    "  --json              call any of the desk's tools instead: one JSON object a line in,\n"
-    "                      {\"tool\": \"bash\", \"input\": {\"command\": \"ls\"}}, and one a line out,\n"
-    "                      {\"content\": \"...\", \"is_error\": false, \"exit_status\": 0,\n"
-    "                      \"truncated\": false} (exit_status is null when there is none)\n";
-
-const char* const kUsageTail =
-    "\n"
     "Exit status: 0 at the end of input; 1 if output cannot be written; 2 for bad usage or a\n"
-    "desk that cannot be set up; 128+N after signal N.\n";
+    "desk that cannot be set up; 128+N after signal N.";
 
 // The longest command line; a JSON call may be as long as an MCP message (a whole file to
 // write).
@@ -138,25 +130,7 @@ awaitable<int> serve_terminal(tools::BashSession& session, tools::LineReader& re
   co_return writer.failed() ? 1 : 0;
 }
 
-}  // namespace
-
-int run_shell_command(std::span<const std::string_view> arguments) {
-  DeskToolOptions options;
-  bool json_lines = false;
-  for (std::size_t index = 0; index < arguments.size(); ++index) {
-    const std::string_view argument = arguments[index];
-    if (argument == "--help" || argument == "-h") {
-      std::printf("%s%s%s%s", kUsageHead, kDeskToolOptionsHelp, kSandboxOptionsHelp, kUsageTail);
-      return 0;
-    }
-    if (argument == "--json") {
-      json_lines = true;
-      continue;
-    }
-    auto taken = take_desk_tool_option(arguments, index, options);
-    if (!taken.ok()) return usage_error(taken.error().what);
-    if (!*taken) return usage_error("unknown argument '" + std::string(argument) + "'.");
-  }
+int run_shell(const DeskToolOptions& options, bool json_lines) {
   auto settings = build_desk_tool_settings(options);
   if (!settings.ok()) return usage_error(settings.error().what);
   UniqueFd input = duplicate(0);
@@ -187,6 +161,25 @@ int run_shell_command(std::span<const std::string_view> arguments) {
     reader.cancel();
     asio::co_spawn(io, session.close(), log_escaped);
   });
+}
+
+}  // namespace
+
+DeskdCommand add_shell_command(CLI::App& deskd) {
+  auto* command =
+      deskd.add_subcommand("shell", "type commands into a desk's sandboxed bash (or call its tools as JSON)");
+  command->footer(kShellDescription);
+  struct Options {
+    DeskToolOptions tools;
+    bool json_lines = false;
+  };
+  auto options = std::make_shared<Options>();
+  add_desk_tool_options(*command, options->tools);
+  command->add_flag("--json", options->json_lines,
+                    "call any of the desk's tools instead: one JSON object a line in, {\"tool\": \"bash\", "
+                    "\"input\": {\"command\": \"ls\"}}, and one a line out, {\"content\": \"...\", \"is_error\": "
+                    "false, \"exit_status\": 0, \"truncated\": false} (exit_status is null when there is none)");
+  return {command, [options] { return run_shell(options->tools, options->json_lines); }};
 }
 
 }  // namespace deskd::app

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/command_line.h"
 #include "base/terminal_text.h"
 #include "runner/control/control_client.h"
 #include "runner/desk/event_kinds.h"
@@ -18,60 +19,11 @@ namespace deskd::control {
 namespace json = boost::json;
 namespace event_kind = desk::event_kind;
 
-const char* const kDeskctlUsage =
-    "usage: deskctl [--socket PATH] [--json] COMMAND [ARGS...]\n"
-    "\n"
-    "Talks to a running deskd.\n"
-    "\n"
-    "Commands:\n"
-    "  desks                      list the desks and what each is doing\n"
-    "  status [DESK]              a desk's status (every desk's without DESK)\n"
-    "  send DESK TEXT...          give a desk a message or a /command; prints the trigger id\n"
-    "  ask DESK TEXT...           send, then show the turn (model text, tool calls, results)\n"
-    "                             until it ends; exit status 0 when it finished, 4 when it\n"
-    "                             finished but its reply was cut by a limit, 1 otherwise\n"
-    "  events [DESK] [--follow] [--from EVENT_ID]\n"
-    "                             the events deskd keeps (with --follow: new ones as they\n"
-    "                             happen; --from: only those after EVENT_ID)\n"
-    "  commands DESK              the desk's commands and skills\n"
-    "  proposals [DESK]           changes desks proposed to files they may not write\n"
-    "  accept PROPOSAL_ID         write a proposed change to its file\n"
-    "  reject PROPOSAL_ID         turn a proposed change down\n"
-    "  reload                     make deskd read its config again; prints which desks were\n"
-    "                             started, stopped, restarted or kept, or every problem of a\n"
-    "                             config it refused (the running one is kept); exit status\n"
-    "                             1 when refused or a desk could not start\n"
-    "\n"
-    "Options:\n"
-    "  --socket PATH   deskd's control socket (default: $DESKD_SOCKET, else\n"
-    "                  /run/deskd/deskd.sock)\n"
-    "  --json          print deskd's replies and events as JSON lines, for scripts\n"
-    "                  (exact: nothing escaped beyond JSON's own escapes)\n"
-    "  -h, --help      show this help\n"
-    "\n"
-    "What a desk wrote (output, names, paths, reasons, diffs, errors) is shown, never\n"
-    "obeyed: escape sequences and control, bidi and invisible characters come out as\n"
-    "\\e, \\xNN, \\uXXXX; a path holding anything unusual is quoted as bash reads it\n"
-    "('a b', $'a\\nb'), and one holding a look-alike of '/' is marked.\n"
-    "\n"
-    "Exit statuses: 0 ok, 1 refused by deskd (or the turn failed), 2 bad usage,\n"
-    "3 cannot reach deskd, 4 the turn finished with its reply cut (max_tokens, context).\n";
-
 namespace {
 
 constexpr int kOk = 0, kRefused = 1, kUsage = 2, kUnreachable = 3, kReplyCut = 4;
 
-struct Options {
-  std::filesystem::path socket;
-  bool json_output = false;
-  std::string command;
-  std::vector<std::string> arguments;
-};
-
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "deskctl: %s\n\n%s", message.c_str(), kDeskctlUsage);
-  return kUsage;
-}
+using Options = DeskctlRequest;
 
 int unreachable(const Error& error) {
   std::fprintf(stderr, "deskctl: %s\n", error.what.c_str());
@@ -232,20 +184,9 @@ Result<json::object> reply_to(ControlClient& client, std::int64_t id, std::vecto
 }
 
 int events(ControlClient& client, const Options& options) {
-  std::string desk, from;
-  bool follow = false;
-  for (std::size_t index = 0; index < options.arguments.size(); ++index) {
-    const std::string& argument = options.arguments[index];
-    if (argument == "--follow" || argument == "-f") {
-      follow = true;
-    } else if (argument == "--from" && index + 1 < options.arguments.size()) {
-      from = options.arguments[++index];
-    } else if (!argument.starts_with("-") && desk.empty()) {
-      desk = argument;
-    } else {
-      return usage_error("events: unexpected '" + argument + "'.");
-    }
-  }
+  const std::string& desk = options.desk;
+  const std::string& from = options.from;
+  const bool follow = options.follow;
   json::object request{{"id", 1}, {"op", "follow"}, {"replay", !follow || !from.empty()}};
   if (!desk.empty()) request["desk"] = desk;
   if (!from.empty()) request["from"] = from;
@@ -276,14 +217,13 @@ int events(ControlClient& client, const Options& options) {
 }
 
 int ask(ControlClient& client, const Options& options) {
-  if (options.arguments.size() < 2) return usage_error("ask needs a desk and a message.");
-  const std::string desk = options.arguments[0];
+  const std::string& desk = options.desk;
   std::vector<json::object> pending;
   if (auto sent = client.send(json::object{{"id", 1}, {"op", "follow"}, {"desk", desk}}); !sent.ok()) return unreachable(sent.error());
   auto followed = reply_to(client, 1, pending);
   if (!followed.ok()) return unreachable(followed.error());
   if (!is_ok(*followed)) return refused(*followed, options.json_output);
-  if (auto sent = client.send(json::object{{"id", 2}, {"op", "send"}, {"desk", desk}, {"text", joined(options.arguments, 1)}});
+  if (auto sent = client.send(json::object{{"id", 2}, {"op", "send"}, {"desk", desk}, {"text", joined(options.words, 0)}});
       !sent.ok()) {
     return unreachable(sent.error());
   }
@@ -343,62 +283,27 @@ int ask(ControlClient& client, const Options& options) {
 
 int run_deskctl(std::span<const std::string_view> arguments) {
   Options options;
-  const char* from_environment = std::getenv("DESKD_SOCKET");
-  options.socket = from_environment != nullptr && *from_environment != '\0' ? from_environment : "/run/deskd/deskd.sock";
-  std::size_t index = 0;
-  for (; index < arguments.size(); ++index) {
-    const std::string_view argument = arguments[index];
-    if (argument == "-h" || argument == "--help") {
-      std::fputs(kDeskctlUsage, stdout);
-      return kOk;
-    }
-    if (argument == "--json") {
-      options.json_output = true;
-    } else if (argument == "--socket") {
-      if (index + 1 >= arguments.size()) return usage_error("--socket needs a path.");
-      options.socket = std::string(arguments[++index]);
-    } else if (argument.starts_with("--socket=")) {
-      options.socket = std::string(argument.substr(9));
-    } else if (argument.starts_with("-")) {
-      return usage_error("unknown option " + std::string(argument) + ".");
-    } else {
-      break;
-    }
-  }
-  if (index >= arguments.size()) return usage_error("give a command.");
-  options.command = arguments[index];
-  for (++index; index < arguments.size(); ++index) {
-    if (arguments[index] == "--json") {
-      options.json_output = true;
-    } else {
-      options.arguments.emplace_back(arguments[index]);
-    }
+  auto parser = make_deskctl_parser(options);
+  if (auto status = parse_command_line(*parser, std::vector<std::string>(arguments.begin(), arguments.end()))) {
+    return *status;
   }
   const std::string& command = options.command;
-  const auto& args = options.arguments;
   json::object request;
-  if (command == "desks" && args.empty()) {
-    request = {{"op", "desks"}};
-  } else if (command == "status" && args.size() <= 1) {
-    request = {{"op", "status"}};
-    if (!args.empty()) request["desk"] = args[0];
-  } else if (command == "send" && args.size() >= 2) {
-    request = {{"op", "send"}, {"desk", args[0]}, {"text", joined(args, 1)}};
-  } else if (command == "commands" && args.size() == 1) {
-    request = {{"op", "commands"}, {"desk", args[0]}};
-  } else if (command == "proposals" && args.size() <= 1) {
-    request = {{"op", "proposals"}};
-    if (!args.empty()) request["desk"] = args[0];
-  } else if ((command == "accept" || command == "reject") && args.size() == 1) {
-    request = {{"op", command}, {"proposal", args[0]}};
-  } else if (command == "reload" && args.empty()) {
-    request = {{"op", "reload"}};
+  if (command == "desks" || command == "reload") {
+    request = {{"op", command}};
+  } else if (command == "status" || command == "proposals") {
+    request = {{"op", command}};
+    if (!options.desk.empty()) request["desk"] = options.desk;
+  } else if (command == "send") {
+    request = {{"op", "send"}, {"desk", options.desk}, {"text", joined(options.words, 0)}};
+  } else if (command == "commands") {
+    request = {{"op", "commands"}, {"desk", options.desk}};
+  } else if (command == "accept" || command == "reject") {
+    request = {{"op", command}, {"proposal", options.desk}};
   } else if (command != "ask" && command != "events") {
-    const bool known = command == "desks" || command == "status" || command == "send" || command == "commands" ||
-                       command == "proposals" || command == "accept" || command == "reject" || command == "reload";
-    return usage_error(known ? "wrong arguments for '" + command + "'." : "unknown command '" + command + "'.");
+    std::fputs("deskctl: give a command.\nRun 'deskctl --help' for usage.\n", stderr);
+    return kUsage;
   }
-  if (command == "ask" && args.size() < 2) return usage_error("ask needs a desk and a message.");
   auto client = ControlClient::connect(options.socket);
   if (!client.ok()) return unreachable(client.error());
   if (command == "ask") return ask(*client, options);

@@ -3,6 +3,7 @@
 // deskd check.
 
 #include "runner/app/config.h"
+#include "runner/app/deskd_command.h"
 
 #include <stdlib.h>
 
@@ -415,15 +416,21 @@ TEST(LoadConfigTest, TheExampleConfigHasNoProblem) {
 
 TEST(CheckCommandTest, ExitsZeroForAGoodConfigAndTwoOtherwise) {
   const std::string example = DESKD_SOURCE_DIR "/examples/deskd.toml";
-  const std::vector<std::string_view> good = {"--config", example};
-  EXPECT_EQ(run_check_command(good), 0);
-  const std::vector<std::string_view> missing = {"--config", "/var/tmp/deskd-no-such-config.toml"};
-  EXPECT_EQ(run_check_command(missing), 2);
-  const std::vector<std::string_view> no_file = {"--config"};
-  EXPECT_EQ(run_check_command(no_file), 2);
-  const std::vector<std::string_view> stray = {"--config", example, "extra"};
-  EXPECT_EQ(run_check_command(stray), 2);
-  EXPECT_EQ(run_check_command({}), 2);
+  EXPECT_EQ(run_deskd_command_line({"check", "--config", example}), 0);
+  EXPECT_EQ(run_deskd_command_line({"check", "--config", "/var/tmp/deskd-no-such-config.toml"}), 2);
+  EXPECT_EQ(run_deskd_command_line({"check", "--config"}), 2);
+  EXPECT_EQ(run_deskd_command_line({"check", "--config", example, "extra"}), 2);
+  EXPECT_EQ(run_deskd_command_line({"check", "--config", example, "--config", example}), 2);
+}
+
+TEST(CheckCommandTest, WithoutConfigChecksTheDefaultFile) {
+  // /etc/deskd/deskd.toml: ok when it is there and good, else 2 with a sentence naming it.
+  std::error_code error;
+  if (std::filesystem::exists(kDefaultConfigPath, error)) GTEST_SKIP() << "this host has a " << kDefaultConfigPath;
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run_deskd_command_line({"check"}), 2);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("the default config /etc/deskd/deskd.toml does not exist; give --config FILE."));
 }
 
 }  // namespace
