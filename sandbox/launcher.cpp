@@ -317,7 +317,9 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   pid_t pid = -1;
   if (child_stack) {
     pid = clone_sharing_memory(flags, &raw_pidfd, cgroup_fd, *child_stack, run_child, &context);
-    if (pid < 0 && errno == ENOSYS) child_stack.reset();  // no clone3: fork as before
+    // No clone3, or no CLONE_CLEAR_SIGHAND: fork as before. Whatever else EINVAL meant, the
+    // fork's clone3 or clone reports it.
+    if (pid < 0 && (errno == ENOSYS || errno == EINVAL)) child_stack.reset();
   }
   if (!child_stack) pid = clone_child(flags, &raw_pidfd, cgroup_fd);
   if (pid < 0) {

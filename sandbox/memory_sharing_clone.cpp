@@ -10,6 +10,10 @@
 #include <cerrno>
 #include <cstdint>
 
+#ifndef CLONE_CLEAR_SIGHAND
+#define CLONE_CLEAR_SIGHAND 0x100000000ULL  // Linux 5.5
+#endif
+
 namespace deskd::sandbox {
 
 namespace {
@@ -70,7 +74,12 @@ pid_t clone_sharing_memory(unsigned long long flags, int* pidfd, int cgroup_fd, 
                            void (*child)(void*), void* argument) {
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
   clone_args arguments{};
-  arguments.flags = flags | CLONE_VM | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
+  // CLONE_CLEAR_SIGHAND: the child gets every caught signal at its default, so no handler of
+  // deskd's ever runs in it, on deskd's memory. Its mask (the launching thread's, all
+  // blocked) holds what arrives until, just before its exec, it restores the thread's old
+  // one: a pending SIGTERM (systemd's, to the whole cgroup) or SIGINT (a terminal's, to the
+  // process group the child is in until its setsid) then ran deskd's handler there.
+  arguments.flags = flags | CLONE_VM | CLONE_PIDFD | CLONE_CLEAR_SIGHAND | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
   if (cgroup_fd >= 0) arguments.cgroup = static_cast<std::uint64_t>(cgroup_fd);
   arguments.pidfd = reinterpret_cast<std::uint64_t>(pidfd);
   arguments.exit_signal = SIGCHLD;

@@ -45,10 +45,12 @@ class ChildStack {
   std::size_t bytes_;
 };
 
-/// clone3 with `flags` | CLONE_VM | CLONE_PIDFD (| CLONE_INTO_CGROUP when cgroup_fd >= 0),
-/// the child running `child(argument)` on `stack`; `child` must never return. Returns the
-/// child's pid in the parent (and its pidfd in *pidfd), or -1 with errno (ENOSYS where
-/// clone3 is missing, ENOTSUP where can_clone_sharing_memory() is false).
+/// clone3 with `flags` | CLONE_VM | CLONE_PIDFD | CLONE_CLEAR_SIGHAND (| CLONE_INTO_CGROUP
+/// when cgroup_fd >= 0), the child running `child(argument)` on `stack` with every caught
+/// signal at its default; `child` must never return. Returns the child's pid in the parent
+/// (and its pidfd in *pidfd), or -1 with errno (ENOSYS where clone3 is missing, EINVAL
+/// where the kernel lacks CLONE_CLEAR_SIGHAND (5.3, 5.4), ENOTSUP where
+/// can_clone_sharing_memory() is false).
 pid_t clone_sharing_memory(unsigned long long flags, int* pidfd, int cgroup_fd, const ChildStack& stack,
                            void (*child)(void*), void* argument);
 

@@ -10,6 +10,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -97,6 +99,68 @@ TEST(LauncherTest, ALaunchSharingDeskdsMemoryLeavesTheCommandNoBlockedSignalAndT
   EXPECT_EQ(sigismember(&after, SIGUSR1), 1);
   EXPECT_EQ(sigismember(&after, SIGTERM), 0);
   EXPECT_EQ(sigismember(&after, SIGCHLD), 0);
+  fs::remove_all(root);
+}
+
+// Where a handler of the helper below ran: in the helper, or elsewhere (in a child that
+// shares the helper's memory, whose getpid is 1 in its own pid namespace).
+pid_t handler_owner = 0;
+std::atomic<int> handler_runs_elsewhere{0};
+void note_where_the_handler_ran(int) {
+  if (static_cast<pid_t>(::syscall(SYS_getpid)) != handler_owner) handler_runs_elsewhere.fetch_add(1);
+}
+
+// A signal sent to the child while it runs in deskd's memory (systemd's SIGTERM to every
+// process of the unit's cgroup at a stop; a terminal's SIGINT to deskd's process group,
+// which the child is in until its setsid) waits, blocked, until the child restores the
+// launching thread's mask just before executing deskd-init. deskd's handler must not run
+// there: on deskd's memory, with the child's descriptors (asio's handler writes the signal's
+// number to the descriptor number of its pipe, which in the child is the failure pipe or
+// the command's). At its default instead, the signal is dropped: the child is its pid
+// namespace's init, which the kernel gives no default-acting signal but SIGKILL and SIGSTOP.
+TEST(LauncherTest, ASignalToTheChildSharingDeskdsMemoryNeverRunsDeskdsHandlerThere) {
+  const fs::path root = [] {
+    char pattern[] = "/var/tmp/deskd-launcher-XXXXXX";
+    return fs::path(::mkdtemp(pattern));
+  }();
+  fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  auto spec = SandboxSpecBuilder(policy::Confinement::create(root, {}).value()).build().value();
+  // In a helper process of its own process group, whose every member (the child too, until
+  // its setsid) a thread keeps signalling.
+  const pid_t helper = ::fork();
+  ASSERT_GE(helper, 0);
+  if (helper == 0) {
+    handler_owner = ::getpid();
+    if (::setpgid(0, 0) != 0) ::_exit(3);
+    struct sigaction action {};
+    action.sa_handler = note_where_the_handler_ran;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    if (::sigaction(SIGUSR2, &action, nullptr) != 0) ::_exit(3);
+    sigset_t usr2;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    ::pthread_sigmask(SIG_UNBLOCK, &usr2, nullptr);
+    std::atomic<bool> stop{false};
+    std::thread sender([&] {
+      while (!stop.load()) {
+        ::kill(0, SIGUSR2);
+        ::usleep(200);
+      }
+    });
+    // Before CLONE_CLEAR_SIGHAND the handler ran in a child within the first few launches.
+    for (int launch = 0; launch < 20 && handler_runs_elsewhere.load() == 0; ++launch) {
+      auto process = launch_sandboxed(spec, {"/bin/true"});
+      if (process.ok()) (void)process->wait();
+    }
+    stop = true;
+    sender.join();
+    ::_exit(handler_runs_elsewhere.load() == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(helper, &status, 0), helper);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "deskd's handler ran in the child, on deskd's memory";
   fs::remove_all(root);
 }
 
