@@ -14,11 +14,24 @@
 #define CLONE_CLEAR_SIGHAND 0x100000000ULL  // Linux 5.5
 #endif
 
+// A sanitizer's runtime keeps per-thread state (ASan's fake stacks, TSan's and MSan's
+// shadow of the thread) and intercepts the libc calls the child makes: with the child on
+// the launching thread's TLS, both would use that state at once. GCC says so with
+// __SANITIZE_*__; clang 14, at least, only through __has_feature.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_HWADDRESS__)
+#define DESKD_SANITIZED_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer) || \
+    __has_feature(hwaddress_sanitizer) || __has_feature(dataflow_sanitizer)
+#define DESKD_SANITIZED_BUILD 1
+#endif
+#endif
+
 namespace deskd::sandbox {
 
 namespace {
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && !defined(DESKD_SANITIZED_BUILD)
 constexpr bool kSharingPossible = true;
 
 // Written by hand: glibc's clone() wrapper has no clone3 (so no CLONE_INTO_CGROUP, whose
@@ -72,7 +85,7 @@ ChildStack::~ChildStack() {
 
 pid_t clone_sharing_memory(unsigned long long flags, int* pidfd, int cgroup_fd, const ChildStack& stack,
                            void (*child)(void*), void* argument) {
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && !defined(DESKD_SANITIZED_BUILD)
   clone_args arguments{};
   // CLONE_CLEAR_SIGHAND: the child gets every caught signal at its default, so no handler of
   // deskd's ever runs in it, on deskd's memory. Its mask (the launching thread's, all
