@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -130,6 +131,10 @@ void die_with_parent_again(int failure_fd) {
 void run_sandbox_child(const ChildContext& context) {
   int failure_fd = context.failure_fd;
   const char* failed_step = "";
+  // No core file before the limits are set, first: one would hold deskd's memory (which this
+  // child may share) and land in the folder it runs in.
+  const rlimit no_core{0, 0};
+  if (::setrlimit(RLIMIT_CORE, &no_core) != 0) fail_child(failure_fd, errno, "set a resource limit", "");
   // Die with the parent; the sync pipe below covers a parent that died before this line.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
     fail_child(failure_fd, errno, "ask to die with the parent", "");
@@ -194,7 +199,7 @@ void run_sandbox_child(const ChildContext& context) {
   }
   if (context.seccomp->install() != 0) fail_child(failure_fd, errno, "install the seccomp filter", "");
 
-  // Everything deskd held is left behind here: execveat replaces this copy of its memory.
+  // Everything deskd held is left behind here: execveat replaces the memory this child copied or shares.
   char spec_text[12];
   char failure_text[12];
   decimal(installed.spec, spec_text);

@@ -5,10 +5,12 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 
 #ifndef CLONE_CLEAR_SIGHAND
 #define CLONE_CLEAR_SIGHAND 0x100000000ULL  // Linux 5.5
@@ -63,9 +65,24 @@ constexpr bool kSharingPossible = false;
 
 constexpr std::size_t kGuardBytes = 4096;
 
+// Before Linux 5.16 a core dump killed every process sharing the dumping one's memory
+// (coredump's zap_threads walked all of them): a crash of the child before its exec would
+// have taken deskd down with it. 5.16 limited it to the thread group.
+bool kernel_dumps_only_its_thread_group() {
+  utsname name{};
+  if (::uname(&name) != 0) return false;
+  int major = 0;
+  int minor = 0;
+  if (std::sscanf(name.release, "%d.%d", &major, &minor) != 2) return false;
+  return major > 5 || (major == 5 && minor >= 16);
+}
+
 }  // namespace
 
-bool can_clone_sharing_memory() { return kSharingPossible; }
+bool can_clone_sharing_memory() {
+  static const bool possible = kSharingPossible && kernel_dumps_only_its_thread_group();
+  return possible;
+}
 
 Result<ChildStack> ChildStack::map(std::size_t bytes) {
   void* base = ::mmap(nullptr, bytes + kGuardBytes, PROT_READ | PROT_WRITE,

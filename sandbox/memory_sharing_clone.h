@@ -23,8 +23,9 @@ namespace deskd::sandbox {
 
 /// Whether this build can share memory with the child: x86-64 (the one architecture whose
 /// clone3 trampoline is written here) and no sanitizer, of GCC's or clang's (whose runtime's
-/// per-thread state and interceptors the child would use with the launching thread's TLS).
-/// Elsewhere the launcher forks.
+/// per-thread state and interceptors the child would use with the launching thread's TLS),
+/// on Linux 5.16 or later (before, a crash of the child would kill deskd too). Elsewhere the
+/// launcher forks.
 bool can_clone_sharing_memory();
 
 /// A stack for the child: mapped on demand, with an unmapped guard page below it. Unmapped
