@@ -3,12 +3,6 @@
 #include <string>
 
 namespace deskd::sandbox {
-namespace {
-
-std::string in_new_root(std::string_view path) { return std::string(kNewRoot).append(path); }
-
-}  // namespace
-
 void plan_kernel_masks(std::vector<MountStep>& steps) {
   for (const std::string_view path : kMaskedKernelPaths) {
     MountStep mask{.operation = MountStep::Operation::mask};

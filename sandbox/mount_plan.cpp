@@ -20,7 +20,6 @@ namespace {
 using Operation = MountStep::Operation;
 constexpr unsigned long kQuiet = MS_NOSUID | MS_NODEV;
 
-std::string in_new_root(const std::filesystem::path& path) { return std::string(kNewRoot) + path.native(); }
 std::string in_old_root(const std::filesystem::path& path) { return std::string(kOldRoot) + path.native(); }
 
 MountStep step(Operation operation, std::string target, std::string description) {
@@ -116,12 +115,12 @@ bool inside_any(const std::filesystem::path& path, const std::vector<std::filesy
 // the mount point itself: a folder, or an empty file for a file.
 void plan_mount_point(const std::filesystem::path& path, bool is_folder, std::vector<MountStep>& steps) {
   for (const auto& folder : folders_below("/", path.parent_path())) {
-    steps.push_back(step(Operation::make_directory, in_new_root(folder), "create " + folder.native() + " on the way"));
+    steps.push_back(step(Operation::make_directory, in_new_root(folder.native()), "create " + folder.native() + " on the way"));
   }
   if (is_folder) {
-    steps.push_back(step(Operation::make_directory, in_new_root(path), "create the mount point " + path.native()));
+    steps.push_back(step(Operation::make_directory, in_new_root(path.native()), "create the mount point " + path.native()));
   } else {
-    MountStep file = step(Operation::create_file, in_new_root(path), "create the mount point " + path.native());
+    MountStep file = step(Operation::create_file, in_new_root(path.native()), "create the mount point " + path.native());
     file.mode = 0;
     steps.push_back(file);
   }
@@ -131,10 +130,10 @@ void plan_mount_point(const std::filesystem::path& path, bool is_folder, std::ve
 // (deskd may reach folders the desk's uid cannot search, such as a 0700 parent).
 void plan_shown(const std::filesystem::path& path, bool recursive, unsigned long long set, const std::string& what,
                 std::vector<MountStep>& steps) {
-  MountStep shown = bind(in_old_root(path), in_new_root(path), recursive, "bind " + what);
+  MountStep shown = bind(in_old_root(path), in_new_root(path.native()), recursive, "bind " + what);
   shown.opened_by_daemon = true;
   steps.push_back(shown);
-  steps.push_back(attributes(in_new_root(path), set, recursive,
+  steps.push_back(attributes(in_new_root(path.native()), set, recursive,
                              "make " + what + ((set & MOUNT_ATTR_RDONLY) != 0 ? " read-only" : " nosuid and nodev")));
 }
 
@@ -226,7 +225,7 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
                         "mode=1777,size=" + std::to_string(spec.limits.tmp_size_bytes), kQuiet,
                         "mount a tmpfs on /tmp"));
   for (const auto& folder : spec.runtime_directories) {
-    steps.push_back(tmpfs(in_new_root(folder), "mode=0755,size=4k", kQuiet | MS_NOEXEC | MS_RDONLY,
+    steps.push_back(tmpfs(in_new_root(folder.native()), "mode=0755,size=4k", kQuiet | MS_NOEXEC | MS_RDONLY,
                           "cover " + folder.native() + " so the host's sockets are out of reach"));
   }
 
@@ -234,7 +233,7 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
   // stays writable until the end, so that the mount points of what the desk is shown inside
   // a home (its own folder, read-only paths) can be made in it; sealed before the pivot.
   for (const auto& home : spec.covered_homes) {
-    steps.push_back(tmpfs(in_new_root(home), "mode=0755,size=16k", kQuiet | MS_NOEXEC,
+    steps.push_back(tmpfs(in_new_root(home.native()), "mode=0755,size=16k", kQuiet | MS_NOEXEC,
                           "cover the home folder " + home.native()));
   }
   if (!minimal) {
@@ -267,10 +266,10 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
   }
   if (spec.network == NetworkMode::allowlist) plan_egress_hosts(spec, steps);
   for (const auto& hidden : spec.hidden_paths) {
-    steps.push_back(step(Operation::mask, in_new_root(hidden), "mask the hidden path"));
+    steps.push_back(step(Operation::mask, in_new_root(hidden.native()), "mask the hidden path"));
   }
   for (const auto& home : spec.covered_homes) {
-    steps.push_back(attributes(in_new_root(home), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false,
+    steps.push_back(attributes(in_new_root(home.native()), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false,
                                "make the cover of " + home.native() + " read-only"));
   }
   if (minimal) {

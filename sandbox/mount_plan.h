@@ -15,6 +15,7 @@
 //   covers) made read-only -> pivot_root.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/unique_fd.h"
@@ -66,6 +67,9 @@ inline constexpr const char* kEmptyFile = "/empty-mask-file";
 /// network = "allowlist": the desk's /etc/hosts (policy/egress_names.h), written in the base
 /// tmpfs and bound read-only over the view's /etc/hosts.
 inline constexpr const char* kEgressHostsFile = "/egress-hosts";
+
+/// Where a path of the view is while the new root is built: under kNewRoot.
+inline std::string in_new_root(std::string_view path) { return std::string(kNewRoot).append(path); }
 
 /// Computes the steps for `spec`. Pure: reads the host only to see which writable
 /// places exist.

@@ -19,7 +19,7 @@
 namespace deskd::app {
 namespace {
 
-constexpr std::size_t kMaximumFileBytes = std::size_t{16} << 20;
+constexpr std::size_t kMaximumSubidFileBytes = std::size_t{16} << 20;
 constexpr std::size_t kShownPerKind = 3;
 
 struct IdRange {
@@ -58,7 +58,7 @@ std::optional<std::string> read_text(const std::filesystem::path& file, std::str
       if (errno != ESRCH && failure != nullptr) *failure = std::strerror(errno);
       return std::nullopt;
     }
-    if (count == 0 || text.size() > kMaximumFileBytes) return text;
+    if (count == 0 || text.size() > kMaximumSubidFileBytes) return text;
     text.append(buffer, static_cast<std::size_t>(count));
   }
 }

@@ -15,7 +15,7 @@
 namespace deskd::app {
 namespace {
 
-constexpr std::size_t kMaximumFileBytes = std::size_t{1} << 20;
+constexpr std::size_t kMaximumIdsFileBytes = std::size_t{1} << 20;
 constexpr std::uint64_t kOverflowId = 65534;
 
 constexpr std::string_view kHeader =
@@ -74,7 +74,7 @@ std::optional<std::uint64_t> parse_id(std::string_view text) {
 
 // Every allocation of the file, checked against each other and against the range.
 Result<std::vector<Allocation>> read_allocations(const std::filesystem::path& file, const Range& range) {
-  auto contents = policy::SafeFile::read(file, kMaximumFileBytes);
+  auto contents = policy::SafeFile::read(file, kMaximumIdsFileBytes);
   if (!contents.ok()) {
     if (contents.error().code == ErrorCode::not_found) return std::vector<Allocation>{};
     return Error::make(contents.error().code, "Reading the desk ids: " + contents.error().what);

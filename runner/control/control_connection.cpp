@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "base/asio_await.h"
 #include "runner/control/control_ops.h"
 #include "runner/control/control_service.h"
 
@@ -15,7 +16,6 @@ using asio::local::stream_protocol;
 
 namespace {
 
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
 // A read buffer that once held a long line gives it back when it is this much larger than
 // what it holds.

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <list>
 
+#include "base/asio_await.h"
 #include "runner/control/control_connection.h"
 #include "runner/control/control_protocol.h"
 #include "runner/control/control_service.h"
@@ -24,8 +25,6 @@ namespace json = boost::json;
 using asio::local::stream_protocol;
 
 namespace {
-
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 
 // Whether an accept failed for want of descriptors or memory: waiting helps, retrying at
 // once only spins (the pending connection keeps the socket readable).

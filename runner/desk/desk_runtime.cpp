@@ -3,6 +3,7 @@
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
 
+#include "base/asio_await.h"
 #include "base/exception_text.h"
 #include <future>
 
@@ -21,8 +22,6 @@ namespace json = boost::json;
 using asio::awaitable;
 
 namespace {
-
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 
 // The turn's window on its desk: steering, events, and the stall timer.
 class DeskTurnContext final : public TurnContext {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "base/asio_await.h"
 #include "runner/desk/event_bus.h"
 #include "runner/desk/journal_tail.h"
 #include "runner/desk/schedule.h"
@@ -16,8 +17,6 @@ namespace {
 namespace asio = boost::asio;
 namespace json = boost::json;
 using std::chrono::milliseconds;
-
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 
 // How long to sleep before looking again. The timer runs on the steady clock while firings
 // are judged by `clock`, so the sleep is capped at `recheck`: a wall-clock jump forward is

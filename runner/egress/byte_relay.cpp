@@ -13,6 +13,7 @@
 #include <chrono>
 #include <vector>
 
+#include "base/asio_await.h"
 #include "base/unique_fd.h"
 #include "runner/egress/proxy_shared.h"
 
@@ -24,7 +25,6 @@ using asio::awaitable;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 // The most one splice moves, and the pipe's size: kernel pages, not deskd's heap.
 constexpr std::size_t kChunkBytes = 256 * 1024;
 // The copying fallback's buffer, when a pipe cannot be had.
@@ -66,14 +66,14 @@ struct Direction {
 awaitable<void> copy(Direction direction) {
   std::vector<char> buffer(kCopyBufferBytes);
   for (;;) {
-    auto [read_error, count] = co_await direction.from.async_read_some(asio::buffer(buffer), kTuple);
+    auto [read_error, count] = co_await direction.from.async_read_some(asio::buffer(buffer), kAwait);
     if (read_error) {
       if (read_error == asio::error::eof) direction.pass_end();
       else direction.close_both();
       co_return;
     }
     if (!direction.charge(count)) co_return;
-    auto [write_error, written] = co_await asio::async_write(direction.to, asio::buffer(buffer.data(), count), kTuple);
+    auto [write_error, written] = co_await asio::async_write(direction.to, asio::buffer(buffer.data(), count), kAwait);
     if (write_error) {
       direction.close_both();
       co_return;
@@ -112,7 +112,7 @@ awaitable<void> splice_or_copy(Direction direction) {
         direction.close_both();
         co_return;
       }
-      auto [waited] = co_await direction.from.async_wait(tcp::socket::wait_read, kTuple);
+      auto [waited] = co_await direction.from.async_wait(tcp::socket::wait_read, kAwait);
       if (waited) {
         direction.close_both();
         co_return;
@@ -130,7 +130,7 @@ awaitable<void> splice_or_copy(Direction direction) {
       }
       if (given < 0 && errno == EINTR) continue;
       if (given < 0 && errno == EAGAIN) {
-        auto [waited] = co_await direction.to.async_wait(tcp::socket::wait_write, kTuple);
+        auto [waited] = co_await direction.to.async_wait(tcp::socket::wait_write, kAwait);
         if (!waited) continue;
       }
       direction.close_both();
@@ -148,7 +148,7 @@ awaitable<void> close_when_idle(ProxyShared& shared, tcp::socket& client, tcp::s
     const auto deadline = activity.last + idle;
     if (std::chrono::steady_clock::now() >= deadline) break;
     timer.expires_at(deadline);
-    if (auto [waited] = co_await timer.async_wait(kTuple); waited) co_return;
+    if (auto [waited] = co_await timer.async_wait(kAwait); waited) co_return;
   }
   boost::system::error_code ignored;
   client.close(ignored);

@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/asio_await.h"
 #include "policy/egress_allowlist.h"
 #include "runner/egress/byte_relay.h"
 #include "runner/egress/proxy_request.h"
@@ -31,8 +32,6 @@ using asio::awaitable;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-
 std::string reply(int status, std::string_view reason, const std::string& body) {
   return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
          "\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size() + 1) +
@@ -40,7 +39,7 @@ std::string reply(int status, std::string_view reason, const std::string& body) 
 }
 
 awaitable<void> send_and_close(tcp::socket& client, const std::string& text) {
-  (void)co_await asio::async_write(client, asio::buffer(text), kTuple);
+  (void)co_await asio::async_write(client, asio::buffer(text), kAwait);
   boost::system::error_code ignored;
   client.shutdown(tcp::socket::shutdown_send, ignored);
   client.close(ignored);
@@ -54,12 +53,6 @@ std::string shown(const ProxyTarget& target) {
 awaitable<void> refuse(ProxyShared& shared, tcp::socket& client, const ProxyTarget& target, const std::string& why) {
   shared.report(target.host, target.port, why);
   co_await send_and_close(client, reply(403, "Forbidden", "deskd refused " + shown(target) + ": " + why));
-}
-
-// Waits `timeout` unless cancelled first; used with || to bound an operation.
-awaitable<void> expire_after(std::chrono::milliseconds timeout) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, timeout);
-  (void)co_await timer.async_wait(kTuple);
 }
 
 policy::NetworkAddress network_address(const asio::ip::address& address) {
@@ -91,7 +84,7 @@ awaitable<Destinations> resolve_and_check(ProxyShared& shared, const ProxyTarget
   } else {
     tcp::resolver resolver(shared.executor);
     auto outcome = co_await (resolver.async_resolve(target.host, std::to_string(target.port),
-                                                    tcp::resolver::numeric_service, kTuple) ||
+                                                    tcp::resolver::numeric_service, kAwait) ||
                              expire_after(shared.settings.resolve_timeout));
     if (outcome.index() == 1) {
       destinations.failure = "resolving " + target.host + " took too long";
@@ -126,7 +119,7 @@ awaitable<Destinations> resolve_and_check(ProxyShared& shared, const ProxyTarget
 awaitable<std::optional<tcp::socket>> connect_checked(ProxyShared& shared, const std::vector<tcp::endpoint>& allowed) {
   for (const auto& endpoint : allowed) {
     tcp::socket upstream(shared.executor);
-    auto outcome = co_await (upstream.async_connect(endpoint, kTuple) || expire_after(shared.settings.connect_timeout));
+    auto outcome = co_await (upstream.async_connect(endpoint, kAwait) || expire_after(shared.settings.connect_timeout));
     if (outcome.index() == 0 && !std::get<0>(std::get<0>(outcome))) {
       co_return std::optional<tcp::socket>(std::move(upstream));
     }
@@ -172,7 +165,7 @@ awaitable<std::optional<ProxyHead>> read_proxy_head(tcp::socket& client,
                                                    std::chrono::milliseconds timeout) {
   http::request_parser<http::empty_body> parser;
   parser.header_limit(kMaximumRequestHeadBytes);
-  auto head = co_await (http::async_read_header(client, buffer, parser, kTuple) || expire_after(timeout));
+  auto head = co_await (http::async_read_header(client, buffer, parser, kAwait) || expire_after(timeout));
   if (head.index() == 1) {
     co_await send_and_close(client, reply(408, "Request Timeout", "deskd: the request head did not come in time"));
     co_return std::nullopt;
@@ -260,14 +253,14 @@ awaitable<void> serve_target(ProxyShared& shared, tcp::socket& client, const Pro
     const std::string opening = target.tunnel ? std::string("HTTP/1.1 200 Connection established\r\n\r\n")
                                               : origin_request_head(*head, target);
     auto& opening_socket = target.tunnel ? client : *upstream;
-    if (auto [error, written] = co_await asio::async_write(opening_socket, asio::buffer(opening), kTuple); error) {
+    if (auto [error, written] = co_await asio::async_write(opening_socket, asio::buffer(opening), kAwait); error) {
       co_return;
     }
   }
   // What the client sent after the head (a body, or the start of TLS) goes on first.
   if (buffer.size() > 0) {
     if (!shared.charge(buffer.size())) co_return;
-    if (auto [error, written] = co_await asio::async_write(*upstream, buffer.data(), kTuple); error) co_return;
+    if (auto [error, written] = co_await asio::async_write(*upstream, buffer.data(), kAwait); error) co_return;
     buffer.consume(buffer.size());
   }
   co_await relay_both_ways(shared, client, *upstream, target.host, target.port);
@@ -279,7 +272,7 @@ awaitable<void> serve_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp:
   boost::beast::flat_buffer buffer(kMaximumRequestHeadBytes);
   // SOCKS5 opens with its version byte, 5; an HTTP request with a method's letter.
   std::uint8_t first = 0;
-  auto peeked = co_await (client.async_receive(asio::buffer(&first, 1), tcp::socket::message_peek, kTuple) ||
+  auto peeked = co_await (client.async_receive(asio::buffer(&first, 1), tcp::socket::message_peek, kAwait) ||
                           expire_after(shared->settings.head_timeout));
   if (peeked.index() == 0 && !std::get<0>(std::get<0>(peeked)) && first == 0x05) {
     auto target = co_await read_socks_request(client, shared->settings.head_timeout);
@@ -305,7 +298,7 @@ awaitable<void> serve_name_connection(std::shared_ptr<ProxyShared> shared, tcp::
 awaitable<void> refuse_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp::socket client, std::string why) {
   const auto timeout = shared->settings.over_limit_head_timeout;
   std::uint8_t first = 0;
-  auto peeked = co_await (client.async_receive(asio::buffer(&first, 1), tcp::socket::message_peek, kTuple) ||
+  auto peeked = co_await (client.async_receive(asio::buffer(&first, 1), tcp::socket::message_peek, kAwait) ||
                           expire_after(timeout));
   if (peeked.index() == 0 && !std::get<0>(std::get<0>(peeked)) && first == 0x05) {
     auto target = co_await read_socks_request(client, timeout);
@@ -317,7 +310,7 @@ awaitable<void> refuse_proxy_connection(std::shared_ptr<ProxyShared> shared, tcp
   boost::beast::flat_buffer buffer(kMaximumRequestHeadBytes);
   http::request_parser<http::empty_body> parser;
   parser.header_limit(kMaximumRequestHeadBytes);
-  auto head = co_await (http::async_read_header(client, buffer, parser, kTuple) ||
+  auto head = co_await (http::async_read_header(client, buffer, parser, kAwait) ||
                         expire_after(timeout));
   if (head.index() == 0 && !std::get<0>(std::get<0>(head))) {
     if (auto target = parse_proxy_target(parser.get().method_string(), parser.get().target()); target.ok()) {

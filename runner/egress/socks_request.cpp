@@ -12,6 +12,7 @@
 #include <array>
 #include <string>
 
+#include "base/asio_await.h"
 #include "policy/egress_allowlist.h"
 
 namespace deskd::egress {
@@ -22,12 +23,11 @@ using asio::awaitable;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::uint8_t kVersion = 0x05;
 
 // Reads exactly `bytes` into `into`; false on an error or the end of the stream.
 awaitable<bool> read_exactly(tcp::socket& client, std::uint8_t* into, std::size_t bytes) {
-  auto [error, count] = co_await asio::async_read(client, asio::buffer(into, bytes), kTuple);
+  auto [error, count] = co_await asio::async_read(client, asio::buffer(into, bytes), kAwait);
   co_return !error && count == bytes;
 }
 
@@ -39,7 +39,7 @@ awaitable<std::optional<ProxyTarget>> read_both(tcp::socket& client) {
   if (!co_await read_exactly(client, bytes.data(), methods)) co_return std::nullopt;
   const bool no_authentication = std::find(bytes.begin(), bytes.begin() + methods, 0x00) != bytes.begin() + methods;
   const std::array<std::uint8_t, 2> choice{kVersion, static_cast<std::uint8_t>(no_authentication ? 0x00 : 0xFF)};
-  if (auto [error, written] = co_await asio::async_write(client, asio::buffer(choice), kTuple); error) {
+  if (auto [error, written] = co_await asio::async_write(client, asio::buffer(choice), kAwait); error) {
     co_return std::nullopt;
   }
   if (!no_authentication) co_return std::nullopt;
@@ -82,16 +82,11 @@ awaitable<std::optional<ProxyTarget>> read_both(tcp::socket& client) {
   co_return target;
 }
 
-awaitable<void> expire_after(std::chrono::milliseconds timeout) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, timeout);
-  (void)co_await timer.async_wait(kTuple);
-}
-
 }  // namespace
 
 awaitable<void> send_socks_reply(tcp::socket& client, SocksReply code) {
   const std::array<std::uint8_t, 10> reply{kVersion, static_cast<std::uint8_t>(code), 0x00, 0x01, 0, 0, 0, 0, 0, 0};
-  (void)co_await asio::async_write(client, asio::buffer(reply), kTuple);
+  (void)co_await asio::async_write(client, asio::buffer(reply), kAwait);
 }
 
 awaitable<std::optional<ProxyTarget>> read_socks_request(tcp::socket& client, std::chrono::milliseconds timeout) {

@@ -14,7 +14,7 @@ using boost::asio::awaitable;
 
 namespace {
 
-constexpr std::string_view kDefaultBaseUrl = "https://api.anthropic.com";
+constexpr std::string_view kAnthropicBaseUrl = "https://api.anthropic.com";
 constexpr std::string_view kApiVersion = "2023-06-01";
 
 json::object ephemeral_cache() { return {{"type", "ephemeral"}}; }
@@ -158,7 +158,7 @@ Result<std::unique_ptr<AnthropicProvider>> AnthropicProvider::create(boost::asio
   if (settings.model.empty()) {
     return Error::make(ErrorCode::invalid_argument, "The anthropic provider needs a model name (e.g. \"claude-sonnet-4-5\").");
   }
-  DESKD_ASSIGN_OR_RETURN(Url url, api_endpoint("anthropic", settings.base_url, kDefaultBaseUrl, "/v1/messages"));
+  DESKD_ASSIGN_OR_RETURN(Url url, api_endpoint("anthropic", settings.base_url, kAnthropicBaseUrl, "/v1/messages"));
   return std::unique_ptr<AnthropicProvider>(new AnthropicProvider(std::move(executor), std::move(settings), std::move(url)));
 }
 

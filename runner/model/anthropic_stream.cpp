@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/ascii_text.h"
 #include "runner/model/json_fields.h"
 
 namespace deskd::model {
@@ -17,28 +18,12 @@ namespace {
 
 const std::string kService(kAnthropicService);
 
-bool contains_ignoring_case(std::string_view text, std::string_view part) {
-  return std::search(text.begin(), text.end(), part.begin(), part.end(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-         }) != text.end();
-}
-
 [[noreturn]] void malformed(std::string_view event, const std::string& what) {
   throw ProviderError(kService + " sent a malformed \"" + std::string(event) + "\" event: " + what + ".", false);
 }
 
 std::string shortened(const std::string& text, std::size_t maximum) {
   return text.size() <= maximum ? text : text.substr(0, maximum) + "...";
-}
-
-// Far beyond any max_tokens a model allows (128k tokens are about 0.5 MB of text); a
-// server that streams without end is stopped here instead of filling deskd's memory.
-constexpr std::size_t kMaximumReplyBytes = std::size_t{32} << 20;
-// A refusal's words are quoted whole, up to this much.
-constexpr std::size_t kMaximumRefusalQuote = 2000;
-
-bool blank(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); });
 }
 
 }  // namespace

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/asio_await.h"
+
 namespace deskd::model {
 
 namespace asio = boost::asio;
@@ -26,7 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kMaximumProxyAnswerBytes = 16 * 1024;
 const std::string kCancelled = "The request was cancelled.";
 

@@ -4,16 +4,11 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "base/ascii_text.h"
+
 namespace deskd::model {
 
 namespace {
-
-std::string lowercase(std::string_view text) {
-  std::string lowered(text);
-  std::transform(lowered.begin(), lowered.end(), lowered.begin(),
-                 [](unsigned char character) { return static_cast<char>(std::tolower(character)); });
-  return lowered;
-}
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "base/ascii_text.h"
 #include "runner/model/http_client.h"
 
 namespace deskd::model {
@@ -13,13 +14,6 @@ namespace deskd::model {
 namespace {
 
 Error bad_url(std::string why) { return Error::make(ErrorCode::invalid_argument, std::move(why)); }
-
-std::string lowercase(std::string_view text) {
-  std::string lowered(text);
-  std::transform(lowered.begin(), lowered.end(), lowered.begin(),
-                 [](unsigned char character) { return static_cast<char>(std::tolower(character)); });
-  return lowered;
-}
 
 // Host names as DNS writes them; anything else (spaces, '%', '\\') is a typo or a trick.
 bool is_host_name(std::string_view host) {

@@ -13,7 +13,7 @@ using json_fields::string_at;
 
 namespace {
 
-constexpr std::string_view kDefaultBaseUrl = "https://api.openai.com/v1";
+constexpr std::string_view kOpenAiBaseUrl = "https://api.openai.com/v1";
 
 void append_paragraph(std::string& text, std::string_view piece) {
   if (piece.empty()) return;
@@ -120,7 +120,7 @@ Result<std::unique_ptr<OpenAiProvider>> OpenAiProvider::create(boost::asio::any_
   if (settings.model.empty()) {
     return Error::make(ErrorCode::invalid_argument, "The openai provider needs a model name (e.g. \"gpt-4.1\", \"llama3\").");
   }
-  DESKD_ASSIGN_OR_RETURN(Url url, api_endpoint("openai", settings.base_url, kDefaultBaseUrl, "/chat/completions"));
+  DESKD_ASSIGN_OR_RETURN(Url url, api_endpoint("openai", settings.base_url, kOpenAiBaseUrl, "/chat/completions"));
   return std::unique_ptr<OpenAiProvider>(new OpenAiProvider(std::move(executor), std::move(settings), std::move(url)));
 }
 

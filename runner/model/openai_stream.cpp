@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/ascii_text.h"
 #include "runner/model/json_fields.h"
 
 namespace deskd::model {
@@ -14,20 +15,6 @@ using json_fields::object_at;
 using json_fields::string_at;
 
 namespace {
-
-bool contains_ignoring_case(std::string_view text, std::string_view part) {
-  return std::search(text.begin(), text.end(), part.begin(), part.end(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-         }) != text.end();
-}
-
-bool blank(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); });
-}
-
-// As in anthropic_stream.cpp: far beyond any reply; a server that never stops is stopped.
-constexpr std::size_t kMaximumReplyBytes = std::size_t{32} << 20;
-constexpr std::size_t kMaximumRefusalQuote = 2000;
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <chrono>
 
+#include "base/ascii_text.h"
 #include "runner/model/http_connection.h"
 
 namespace deskd::model {
@@ -28,11 +29,6 @@ std::string advice_for(unsigned status) {
     case 529: return " The API is overloaded.";
     default: return "";
   }
-}
-
-bool equals_ignoring_case(std::string_view left, std::string_view right) {
-  return std::equal(left.begin(), left.end(), right.begin(), right.end(),
-                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b)); });
 }
 
 std::string with_full_stop(std::string text) {

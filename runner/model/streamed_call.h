@@ -18,6 +18,12 @@
 
 namespace deskd::model {
 
+/// Far beyond any max_tokens a model allows (128k tokens are about 0.5 MB of text); a
+/// server that streams without end is stopped here instead of filling deskd's memory.
+inline constexpr std::size_t kMaximumReplyBytes = std::size_t{32} << 20;
+/// A refusal's words are quoted whole, up to this much.
+inline constexpr std::size_t kMaximumRefusalQuote = 2000;
+
 /// The API's own account of a failure, read from an error body or an error event.
 struct ApiFailure {
   std::string type;     ///< e.g. "invalid_request_error", "overloaded_error"; may be ""

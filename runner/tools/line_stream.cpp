@@ -10,11 +10,12 @@
 #include <deque>
 #include <exception>
 
+#include "base/asio_await.h"
+
 namespace deskd::tools {
 namespace {
 
 namespace asio = boost::asio;
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
 
 // Regular files and devices such as /dev/null cannot be waited on with epoll (Asio would

@@ -11,6 +11,7 @@
 #include <exception>
 #include <utility>
 
+#include "base/asio_await.h"
 #include "runner/tools/line_stream.h"
 #include "runner/tools/tool_registry.h"
 
@@ -21,8 +22,6 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using asio::awaitable;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
-
 void log_line(const std::string& text) { std::fprintf(stderr, "deskd mcp: %s\n", text.c_str()); }
 
 // notifications/progress for the call whose token is `raw_token` (its JSON text, as sent).

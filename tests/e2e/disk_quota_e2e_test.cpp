@@ -48,18 +48,18 @@ void take_the_default_quota(const ServeDaemon& daemon) {
   std::ofstream(daemon.config_path(), std::ios::trunc) << config;
 }
 
-constexpr uid_t kUnprivilegedUid = 4243;
+constexpr uid_t kQuotaDeskdUid = 4243;
 
 TEST(DiskQuotaE2eTest, AnUnprivilegedDeskdRefusesADeskWithoutAQuotaUnlessTheConfigSaysNone) {
   ServeDaemon daemon({DeskSetup{.name = "x", .script = ""}});
-  daemon.run_as(kUnprivilegedUid);
+  daemon.run_as(kQuotaDeskdUid);
   {
-    DeskdProcess check({"check", "--config", daemon.config_path()}, std::nullopt, {}, kUnprivilegedUid);
+    DeskdProcess check({"check", "--config", daemon.config_path()}, std::nullopt, {}, kQuotaDeskdUid);
     const std::string output = check.read_rest();
     EXPECT_EQ(check.wait(), 0) << output << check.error_output();
   }
   ASSERT_NO_FATAL_FAILURE(take_the_default_quota(daemon));
-  DeskdProcess check({"check", "--config", daemon.config_path()}, std::nullopt, {}, kUnprivilegedUid);
+  DeskdProcess check({"check", "--config", daemon.config_path()}, std::nullopt, {}, kQuotaDeskdUid);
   (void)check.read_rest();
   EXPECT_EQ(check.wait(), 2);
   EXPECT_THAT(check.error_output(), HasSubstr("desk 'x' gets a disk quota of 1024 MiB by default"));

@@ -28,7 +28,7 @@ namespace {
 namespace json = boost::json;
 
 // The uid of the security suite's unprivileged daemon.
-constexpr uid_t kUnprivilegedUid = 4242;
+constexpr uid_t kCanaryDeskdUid = 4242;
 using model::testing::FakeHttpServer;
 using model::testing::FakeResponse;
 using ::testing::HasSubstr;
@@ -41,7 +41,7 @@ std::string hex(const std::string& text) {
   return encoded;
 }
 
-std::string chunk(const json::object& choice_delta, json::value finish_reason = nullptr) {
+std::string openai_chunk(const json::object& choice_delta, json::value finish_reason = nullptr) {
   const json::object body{{"id", "c1"},
                           {"object", "chat.completion.chunk"},
                           {"model", "gpt-test"},
@@ -57,11 +57,11 @@ void enqueue_bash_turn(FakeHttpServer& server, const std::string& command) {
                           {"type", "function"},
                           {"function", json::object{{"name", "bash"},
                                                     {"arguments", json::serialize(json::object{{"command", command}})}}}};
-  server.enqueue(FakeResponse::event_stream({{chunk({{"role", "assistant"}, {"tool_calls", json::array{call}}})},
-                                             {chunk(json::object{}, "tool_calls")},
+  server.enqueue(FakeResponse::event_stream({{openai_chunk({{"role", "assistant"}, {"tool_calls", json::array{call}}})},
+                                             {openai_chunk(json::object{}, "tool_calls")},
                                              {"data: [DONE]\n\n"}}));
-  server.enqueue(FakeResponse::event_stream({{chunk({{"role", "assistant"}, {"content", "scanned"}})},
-                                             {chunk(json::object{}, "stop")},
+  server.enqueue(FakeResponse::event_stream({{openai_chunk({{"role", "assistant"}, {"content", "scanned"}})},
+                                             {openai_chunk(json::object{}, "stop")},
                                              {"data: [DONE]\n\n"}}));
 }
 
@@ -146,7 +146,7 @@ TEST_F(ServeCanaryE2eTest, TheApiKeyInARootDeskdsMemoryIsInNoProcessOfAnyDesk) {
 // An ordinary user's deskd: its desks share its host uid, so only the sandbox keeps them
 // out of its memory (a fork of deskd as pid 1 was readable through /proc/1/mem).
 TEST_F(ServeCanaryE2eTest, TheApiKeyInAnUnprivilegedDeskdsMemoryIsInNoProcessOfAnyDesk) {
-  scan_both_desks(kUnprivilegedUid);
+  scan_both_desks(kCanaryDeskdUid);
 }
 
 }  // namespace

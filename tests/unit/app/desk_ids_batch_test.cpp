@@ -26,7 +26,7 @@ using ::testing::StartsWith;
 
 namespace fs = std::filesystem;
 
-constexpr std::uint32_t kFirst = 1879048192;
+constexpr std::uint32_t kBatchFirst = 1879048192;
 
 std::string text_of(const fs::path& file) {
   std::ifstream stream(file);
@@ -51,7 +51,7 @@ class DeskIdsBatchTest : public ::testing::Test {
     char pattern[] = "/var/tmp/deskd-desk-ids-batch-test-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     root_ = fs::canonical(pattern);
-    config_ = config_in("state", kFirst, 65536);
+    config_ = config_in("state", kBatchFirst, 65536);
   }
   void TearDown() override { fs::remove_all(root_); }
 
@@ -87,8 +87,8 @@ TEST_F(DeskIdsBatchTest, ManyDesksGetDistinctLowestFreeIdsWrittenOnce) {
   auto ids = desk_ids_for_desks(config_, desks_named({"b0", "alpha", "b1", "b2", "b3", "b4"}), registry);
   ASSERT_TRUE(ids.ok()) << ids.error().what;
   ASSERT_EQ(ids->size(), 6u);
-  const std::map<std::string, uid_t> expected{{"b0", kFirst},     {"alpha", kFirst + 3}, {"b1", kFirst + 2},
-                                              {"b2", kFirst + 4}, {"b3", kFirst + 5},    {"b4", kFirst + 6}};
+  const std::map<std::string, uid_t> expected{{"b0", kBatchFirst},     {"alpha", kBatchFirst + 3}, {"b1", kBatchFirst + 2},
+                                              {"b2", kBatchFirst + 4}, {"b3", kBatchFirst + 5},    {"b4", kBatchFirst + 6}};
   for (const auto& [name, uid] : expected) {
     const auto& desk = ids->at(name);
     ASSERT_TRUE(desk.ok()) << name << ": " << desk.error().what;
@@ -105,17 +105,17 @@ TEST_F(DeskIdsBatchTest, ManyDesksGetDistinctLowestFreeIdsWrittenOnce) {
   EXPECT_EQ(files, 1u);
   // The register has each desk of the batch (not "old", which is not served), in order.
   EXPECT_EQ(entries_of(registry),
-            (std::vector<std::string>{registration_line(kFirst, "state", "b0"),
-                                      registration_line(kFirst + 3, "state", "alpha"),
-                                      registration_line(kFirst + 2, "state", "b1"),
-                                      registration_line(kFirst + 4, "state", "b2"),
-                                      registration_line(kFirst + 5, "state", "b3"),
-                                      registration_line(kFirst + 6, "state", "b4")}));
+            (std::vector<std::string>{registration_line(kBatchFirst, "state", "b0"),
+                                      registration_line(kBatchFirst + 3, "state", "alpha"),
+                                      registration_line(kBatchFirst + 2, "state", "b1"),
+                                      registration_line(kBatchFirst + 4, "state", "b2"),
+                                      registration_line(kBatchFirst + 5, "state", "b3"),
+                                      registration_line(kBatchFirst + 6, "state", "b4")}));
 }
 
 TEST_F(DeskIdsBatchTest, ADeskWhoseIdAnotherDeskdHoldsFailsAloneAndTheOthersGetIds) {
   const fs::path registry = root_ / "registry/uid-registry";
-  const Config first = config_in("first", kFirst, 65536);
+  const Config first = config_in("first", kBatchFirst, 65536);
   auto alpha = desk_ids_for(first, "alpha", root_ / "desks/alpha", registry);
   ASSERT_TRUE(alpha.ok()) << alpha.error().what;
   // This deskd's file says "beta" has alpha's id (copied state, say).
@@ -133,11 +133,11 @@ TEST_F(DeskIdsBatchTest, ADeskWhoseIdAnotherDeskdHoldsFailsAloneAndTheOthersGetI
   ASSERT_TRUE(gamma.ok()) << gamma.error().what;
   ASSERT_TRUE(delta.ok()) << delta.error().what;
   // Neither alpha's id (the register's) nor beta's (the file's) again.
-  EXPECT_EQ(gamma->uid, kFirst + 1);
-  EXPECT_EQ(delta->uid, kFirst + 2);
-  EXPECT_EQ(entries_of(registry), (std::vector<std::string>{registration_line(kFirst, "first", "alpha"),
-                                                            registration_line(kFirst + 1, "state", "gamma"),
-                                                            registration_line(kFirst + 2, "state", "delta")}));
+  EXPECT_EQ(gamma->uid, kBatchFirst + 1);
+  EXPECT_EQ(delta->uid, kBatchFirst + 2);
+  EXPECT_EQ(entries_of(registry), (std::vector<std::string>{registration_line(kBatchFirst, "first", "alpha"),
+                                                            registration_line(kBatchFirst + 1, "state", "gamma"),
+                                                            registration_line(kBatchFirst + 2, "state", "delta")}));
 }
 
 TEST_F(DeskIdsBatchTest, ASecondBatchReturnsTheSameIdsAndWritesNothing) {
@@ -171,11 +171,11 @@ TEST_F(DeskIdsBatchTest, ADeskThatMovedIsRegisteredAtItsNewFolder) {
   auto moved = desk_ids_for_desks(config_, {DeskToIdentify{"alpha", root_ / "elsewhere"}}, registry);
   ASSERT_TRUE(moved.ok()) << moved.error().what;
   ASSERT_TRUE(moved->at("alpha").ok());
-  EXPECT_EQ(moved->at("alpha")->uid, kFirst);
+  EXPECT_EQ(moved->at("alpha")->uid, kBatchFirst);
   EXPECT_EQ(entries_of(registry),
-            (std::vector<std::string>{std::to_string(kFirst) + "\t" + (root_ / "state").native() + "\talpha\t" +
+            (std::vector<std::string>{std::to_string(kBatchFirst) + "\t" + (root_ / "state").native() + "\talpha\t" +
                                           (root_ / "elsewhere").native(),
-                                      registration_line(kFirst + 1, "state", "beta")}));
+                                      registration_line(kBatchFirst + 1, "state", "beta")}));
 }
 
 TEST_F(DeskIdsBatchTest, DesksBeyondTheRangeFailAloneAndTheOthersAreKept) {

@@ -25,14 +25,14 @@ class ControlIdleTest : public ControlServerTest {
 };
 
 // A read that waits longer than this fails the test instead of hanging it.
-void limit_waits(int fd) {
+void limit_idle_waits(int fd) {
   timeval timeout{10, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
 }
 
 TEST_F(ControlIdleTest, AClientThatSendsNothingIsToldAndClosedAtTheDeadline) {
   ControlClient silent = connect();
-  limit_waits(silent.fd());
+  limit_idle_waits(silent.fd());
   const auto started = std::chrono::steady_clock::now();
   auto told = silent.read();
   ASSERT_TRUE(told.ok());
@@ -48,7 +48,7 @@ TEST_F(ControlIdleTest, AClientThatSendsNothingIsToldAndClosedAtTheDeadline) {
 
 TEST_F(ControlIdleTest, AHalfLineIsNoRequest) {
   ControlClient trickling = connect();
-  limit_waits(trickling.fd());
+  limit_idle_waits(trickling.fd());
   ASSERT_EQ(::send(trickling.fd(), R"({"op": "desks")", 14, MSG_NOSIGNAL), 14);
   auto told = trickling.read();
   ASSERT_TRUE(told.ok() && told->has_value());
@@ -58,8 +58,8 @@ TEST_F(ControlIdleTest, AHalfLineIsNoRequest) {
 TEST_F(ControlIdleTest, AClientThatKeepsAskingOrFollowsKeepsItsPlace) {
   ControlClient asking = connect();
   ControlClient following = connect();
-  limit_waits(asking.fd());
-  limit_waits(following.fd());
+  limit_idle_waits(asking.fd());
+  limit_idle_waits(following.fd());
   auto followed = following.call(json::object{{"op", "follow"}, {"desk", "a"}});
   ASSERT_TRUE(followed.ok());
   EXPECT_EQ(followed->at("ok"), true);

@@ -11,103 +11,103 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::year;
 
-IndiaDate date(int y, unsigned m, unsigned d) { return IndiaDate{year{y} / m / d}; }
+IndiaDate trading_date(int y, unsigned m, unsigned d) { return IndiaDate{year{y} / m / d}; }
 
 // A moment as an India clock shows it.
-TimePoint ist(int y, unsigned m, unsigned d, int hour, int minute, int second = 0) {
-  return india_time_point(date(y, m, d), hour, minute, second);
+TimePoint trading_ist(int y, unsigned m, unsigned d, int hour, int minute, int second = 0) {
+  return india_time_point(trading_date(y, m, d), hour, minute, second);
 }
 
 // NSE's 2026 holidays the tests lean on: Republic Day falls on a Monday, Good Friday
 // makes a long weekend, Independence Day falls on a Saturday.
 MarketStatus nse_2026() {
-  return MarketStatus({{date(2026, 1, 26), "Republic Day"},
-                       {date(2026, 4, 3), "Good Friday"},
-                       {date(2026, 8, 15), "Independence Day"},
-                       {date(2026, 11, 10), ""}});
+  return MarketStatus({{trading_date(2026, 1, 26), "Republic Day"},
+                       {trading_date(2026, 4, 3), "Good Friday"},
+                       {trading_date(2026, 8, 15), "Independence Day"},
+                       {trading_date(2026, 11, 10), ""}});
 }
 
 TEST(MarketStatusTest, PhasesThroughATradingDay) {
   const MarketStatus market = nse_2026();
   // Monday 30 November 2026.
-  EXPECT_EQ(market.phase(ist(2026, 11, 30, 0, 0)), MarketPhase::closed);
-  EXPECT_EQ(market.phase(ist(2026, 11, 30, 8, 59, 59)), MarketPhase::closed);
-  EXPECT_EQ(market.phase(ist(2026, 11, 30, 9, 0)), MarketPhase::pre_open);
-  EXPECT_EQ(market.phase(ist(2026, 11, 30, 9, 14, 59)), MarketPhase::pre_open);
-  EXPECT_EQ(market.phase(ist(2026, 11, 30, 9, 15)), MarketPhase::regular_session);
-  EXPECT_EQ(market.phase(ist(2026, 11, 30, 12, 0)), MarketPhase::regular_session);
-  EXPECT_EQ(market.phase(ist(2026, 11, 30, 15, 29, 59)), MarketPhase::regular_session);
-  EXPECT_EQ(market.phase(ist(2026, 11, 30, 15, 29, 59) + 999ms), MarketPhase::regular_session);
-  EXPECT_EQ(market.phase(ist(2026, 11, 30, 15, 30)), MarketPhase::closed);
-  EXPECT_EQ(market.phase(ist(2026, 11, 30, 23, 59, 59)), MarketPhase::closed);
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 30, 0, 0)), MarketPhase::closed);
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 30, 8, 59, 59)), MarketPhase::closed);
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 30, 9, 0)), MarketPhase::pre_open);
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 30, 9, 14, 59)), MarketPhase::pre_open);
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 30, 9, 15)), MarketPhase::regular_session);
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 30, 12, 0)), MarketPhase::regular_session);
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 30, 15, 29, 59)), MarketPhase::regular_session);
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 30, 15, 29, 59) + 999ms), MarketPhase::regular_session);
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 30, 15, 30)), MarketPhase::closed);
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 30, 23, 59, 59)), MarketPhase::closed);
 }
 
 TEST(MarketStatusTest, ClosedAtWeekendsAndOnHolidays) {
   const MarketStatus market = nse_2026();
-  EXPECT_EQ(market.phase(ist(2026, 11, 28, 10, 0)), MarketPhase::closed);  // Saturday
-  EXPECT_EQ(market.phase(ist(2026, 11, 29, 9, 5)), MarketPhase::closed);   // Sunday
-  EXPECT_EQ(market.phase(ist(2026, 1, 26, 10, 0)), MarketPhase::closed);   // Republic Day
-  EXPECT_EQ(market.phase(ist(2026, 1, 26, 9, 5)), MarketPhase::closed);
-  EXPECT_EQ(market.phase(ist(2026, 1, 27, 10, 0)), MarketPhase::regular_session);
-  EXPECT_FALSE(market.is_trading_day(date(2026, 4, 3)));
-  EXPECT_TRUE(market.is_trading_day(date(2026, 4, 2)));
-  ASSERT_NE(market.holiday(date(2026, 1, 26)), nullptr);
-  EXPECT_EQ(*market.holiday(date(2026, 1, 26)), "Republic Day");
-  EXPECT_EQ(market.holiday(date(2026, 11, 28)), nullptr);
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 28, 10, 0)), MarketPhase::closed);  // Saturday
+  EXPECT_EQ(market.phase(trading_ist(2026, 11, 29, 9, 5)), MarketPhase::closed);   // Sunday
+  EXPECT_EQ(market.phase(trading_ist(2026, 1, 26, 10, 0)), MarketPhase::closed);   // Republic Day
+  EXPECT_EQ(market.phase(trading_ist(2026, 1, 26, 9, 5)), MarketPhase::closed);
+  EXPECT_EQ(market.phase(trading_ist(2026, 1, 27, 10, 0)), MarketPhase::regular_session);
+  EXPECT_FALSE(market.is_trading_day(trading_date(2026, 4, 3)));
+  EXPECT_TRUE(market.is_trading_day(trading_date(2026, 4, 2)));
+  ASSERT_NE(market.holiday(trading_date(2026, 1, 26)), nullptr);
+  EXPECT_EQ(*market.holiday(trading_date(2026, 1, 26)), "Republic Day");
+  EXPECT_EQ(market.holiday(trading_date(2026, 11, 28)), nullptr);
 }
 
 TEST(MarketStatusTest, NextOpening) {
   const MarketStatus market = nse_2026();
-  EXPECT_EQ(market.next_opening(ist(2026, 11, 30, 8, 0)), ist(2026, 11, 30, 9, 15));
-  EXPECT_EQ(market.next_opening(ist(2026, 11, 30, 9, 14, 59)), ist(2026, 11, 30, 9, 15));
+  EXPECT_EQ(market.next_opening(trading_ist(2026, 11, 30, 8, 0)), trading_ist(2026, 11, 30, 9, 15));
+  EXPECT_EQ(market.next_opening(trading_ist(2026, 11, 30, 9, 14, 59)), trading_ist(2026, 11, 30, 9, 15));
   // Once the session has begun, the next one is the next trading day's.
-  EXPECT_EQ(market.next_opening(ist(2026, 11, 30, 9, 15)), ist(2026, 12, 1, 9, 15));
-  EXPECT_EQ(market.next_opening(ist(2026, 11, 30, 16, 0)), ist(2026, 12, 1, 9, 15));
+  EXPECT_EQ(market.next_opening(trading_ist(2026, 11, 30, 9, 15)), trading_ist(2026, 12, 1, 9, 15));
+  EXPECT_EQ(market.next_opening(trading_ist(2026, 11, 30, 16, 0)), trading_ist(2026, 12, 1, 9, 15));
   // Friday evening and the weekend lead to Monday.
-  EXPECT_EQ(market.next_opening(ist(2026, 11, 27, 15, 30)), ist(2026, 11, 30, 9, 15));
-  EXPECT_EQ(market.next_opening(ist(2026, 11, 29, 23, 59, 59)), ist(2026, 11, 30, 9, 15));
+  EXPECT_EQ(market.next_opening(trading_ist(2026, 11, 27, 15, 30)), trading_ist(2026, 11, 30, 9, 15));
+  EXPECT_EQ(market.next_opening(trading_ist(2026, 11, 29, 23, 59, 59)), trading_ist(2026, 11, 30, 9, 15));
   // Good Friday: from Thursday's close to Monday.
-  EXPECT_EQ(market.next_opening(ist(2026, 4, 2, 15, 45)), ist(2026, 4, 6, 9, 15));
+  EXPECT_EQ(market.next_opening(trading_ist(2026, 4, 2, 15, 45)), trading_ist(2026, 4, 6, 9, 15));
   // Republic Day on a Monday: from Friday's close to Tuesday.
-  EXPECT_EQ(market.next_opening(ist(2026, 1, 23, 15, 45)), ist(2026, 1, 27, 9, 15));
-  EXPECT_EQ(market.next_opening(ist(2026, 1, 26, 8, 0)), ist(2026, 1, 27, 9, 15));
+  EXPECT_EQ(market.next_opening(trading_ist(2026, 1, 23, 15, 45)), trading_ist(2026, 1, 27, 9, 15));
+  EXPECT_EQ(market.next_opening(trading_ist(2026, 1, 26, 8, 0)), trading_ist(2026, 1, 27, 9, 15));
 }
 
 TEST(MarketStatusTest, NextOpeningAcrossARunOfHolidays) {
   // A Thursday-to-Tuesday closure: two holidays, a weekend, and a Monday holiday.
   const MarketStatus market(
-      {{date(2026, 12, 3), "one"}, {date(2026, 12, 4), "two"}, {date(2026, 12, 7), "three"}});
-  EXPECT_EQ(market.next_opening(ist(2026, 12, 2, 16, 0)), ist(2026, 12, 8, 9, 15));
+      {{trading_date(2026, 12, 3), "one"}, {trading_date(2026, 12, 4), "two"}, {trading_date(2026, 12, 7), "three"}});
+  EXPECT_EQ(market.next_opening(trading_ist(2026, 12, 2, 16, 0)), trading_ist(2026, 12, 8, 9, 15));
 }
 
 TEST(MarketStatusTest, DescribesEachPhase) {
   const MarketStatus market = nse_2026();
-  EXPECT_EQ(market.describe(ist(2026, 11, 30, 10, 0)),
+  EXPECT_EQ(market.describe(trading_ist(2026, 11, 30, 10, 0)),
             "NSE: open (regular session until 15:30 IST)");
-  EXPECT_EQ(market.describe(ist(2026, 11, 30, 9, 0)), "NSE: pre-open until 09:15 IST");
-  EXPECT_EQ(market.describe(ist(2026, 11, 30, 8, 59, 59)),
+  EXPECT_EQ(market.describe(trading_ist(2026, 11, 30, 9, 0)), "NSE: pre-open until 09:15 IST");
+  EXPECT_EQ(market.describe(trading_ist(2026, 11, 30, 8, 59, 59)),
             "NSE: closed; opens today at 09:00 IST (pre-open)");
-  EXPECT_EQ(market.describe(ist(2026, 11, 30, 15, 30)),
+  EXPECT_EQ(market.describe(trading_ist(2026, 11, 30, 15, 30)),
             "NSE: closed for the day; opens Tuesday 1 December at 09:15 IST");
-  EXPECT_EQ(market.describe(ist(2026, 11, 27, 18, 0)),
+  EXPECT_EQ(market.describe(trading_ist(2026, 11, 27, 18, 0)),
             "NSE: closed for the day; opens Monday 30 November at 09:15 IST");
-  EXPECT_EQ(market.describe(ist(2026, 11, 28, 11, 0)),
+  EXPECT_EQ(market.describe(trading_ist(2026, 11, 28, 11, 0)),
             "NSE: closed (weekend); opens Monday 30 November at 09:15 IST");
-  EXPECT_EQ(market.describe(ist(2026, 1, 26, 10, 0)),
+  EXPECT_EQ(market.describe(trading_ist(2026, 1, 26, 10, 0)),
             "NSE: closed (holiday: Republic Day); opens Tuesday 27 January at 09:15 IST");
-  EXPECT_EQ(market.describe(ist(2026, 4, 3, 8, 0)),
+  EXPECT_EQ(market.describe(trading_ist(2026, 4, 3, 8, 0)),
             "NSE: closed (holiday: Good Friday); opens Monday 6 April at 09:15 IST");
-  EXPECT_EQ(market.describe(ist(2026, 11, 10, 10, 0)),
+  EXPECT_EQ(market.describe(trading_ist(2026, 11, 10, 10, 0)),
             "NSE: closed (holiday); opens Wednesday 11 November at 09:15 IST");
   // A holiday on a Saturday is a weekend first.
-  EXPECT_EQ(market.describe(ist(2026, 8, 15, 10, 0)),
+  EXPECT_EQ(market.describe(trading_ist(2026, 8, 15, 10, 0)),
             "NSE: closed (weekend); opens Monday 17 August at 09:15 IST");
 }
 
 TEST(MarketStatusTest, WithoutHolidaysOnlyWeekendsClose) {
   const MarketStatus market;
-  EXPECT_EQ(market.phase(ist(2026, 1, 26, 10, 0)), MarketPhase::regular_session);
-  EXPECT_EQ(market.phase(ist(2026, 1, 24, 10, 0)), MarketPhase::closed);
+  EXPECT_EQ(market.phase(trading_ist(2026, 1, 26, 10, 0)), MarketPhase::regular_session);
+  EXPECT_EQ(market.phase(trading_ist(2026, 1, 24, 10, 0)), MarketPhase::closed);
 }
 
 TEST(MarketStatusTest, PhaseNames) {
@@ -126,10 +126,10 @@ TEST(MarketStatusParseTest, ReadsDatesNamesAndComments) {
       "2026-10-02 Mahatma Gandhi Jayanti",
       "holidays.txt");
   ASSERT_TRUE(parsed.ok()) << parsed.error().what;
-  const MarketStatus::Holidays expected = {{date(2026, 1, 26), "Republic Day"},
-                                           {date(2026, 3, 3), "Holi"},
-                                           {date(2026, 4, 3), ""},
-                                           {date(2026, 10, 2), "Mahatma Gandhi Jayanti"}};
+  const MarketStatus::Holidays expected = {{trading_date(2026, 1, 26), "Republic Day"},
+                                           {trading_date(2026, 3, 3), "Holi"},
+                                           {trading_date(2026, 4, 3), ""},
+                                           {trading_date(2026, 10, 2), "Mahatma Gandhi Jayanti"}};
   EXPECT_EQ(parsed->holidays(), expected);
 }
 
@@ -173,7 +173,7 @@ TEST_F(MarketStatusFileTest, LoadsAFile) {
   std::ofstream(root_ / "holidays.txt") << "2026-01-26 Republic Day\n";
   const auto loaded = MarketStatus::load(root_ / "holidays.txt");
   ASSERT_TRUE(loaded.ok()) << loaded.error().what;
-  EXPECT_EQ(loaded->phase(ist(2026, 1, 26, 10, 0)), MarketPhase::closed);
+  EXPECT_EQ(loaded->phase(trading_ist(2026, 1, 26, 10, 0)), MarketPhase::closed);
 }
 
 TEST_F(MarketStatusFileTest, ErrorsNameThePath) {

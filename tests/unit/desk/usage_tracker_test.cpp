@@ -22,11 +22,11 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::year;
 
-TimePoint ist(int y, unsigned m, unsigned d, int hour, int minute, int second = 0) {
+TimePoint usage_ist(int y, unsigned m, unsigned d, int hour, int minute, int second = 0) {
   return india_time_point(IndiaDate{year{y} / m / d}, hour, minute, second);
 }
 
-const PriceTable kPrices = {
+const PriceTable kUsagePrices = {
     {"model-a", ModelPrice{3.0, 15.0, 0.3, 3.75}},
     {"model-b", ModelPrice{1.0, 2.0, 0.0, 0.0}},
 };
@@ -41,7 +41,7 @@ class UsageTrackerTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(root_); }
 
   std::filesystem::path file() const { return root_ / "usage.json"; }
-  UsageTracker tracker() const { return UsageTracker(clock_, file(), kPrices); }
+  UsageTracker tracker() const { return UsageTracker(clock_, file(), kUsagePrices); }
   void write(const std::string& text) const { std::ofstream(file()) << text; }
   std::string read() const {
     std::ostringstream text;
@@ -50,7 +50,7 @@ class UsageTrackerTest : public ::testing::Test {
   }
 
   std::filesystem::path root_;
-  ManualClock clock_{ist(2026, 11, 30, 10, 0)};
+  ManualClock clock_{usage_ist(2026, 11, 30, 10, 0)};
 };
 
 TEST_F(UsageTrackerTest, AddsUpEachModelsRequests) {
@@ -78,7 +78,7 @@ TEST_F(UsageTrackerTest, CostOf) {
 }
 
 TEST_F(UsageTrackerTest, StartsAfreshAtIndiaMidnight) {
-  clock_.set(ist(2026, 11, 30, 23, 59, 59));
+  clock_.set(usage_ist(2026, 11, 30, 23, 59, 59));
   UsageTracker usage = tracker();
   ASSERT_TRUE(usage.record("model-a", Usage{100, 10, 0, 0}).ok());
   EXPECT_EQ(usage.today().models.size(), 1u);
@@ -95,7 +95,7 @@ TEST_F(UsageTrackerTest, StartsAfreshAtIndiaMidnight) {
 TEST_F(UsageTrackerTest, RecordingAfterMidnightDropsYesterdayWithoutAskingFirst) {
   UsageTracker usage = tracker();
   ASSERT_TRUE(usage.record("model-a", Usage{100, 10, 0, 0}).ok());
-  clock_.set(ist(2026, 12, 1, 0, 0));
+  clock_.set(usage_ist(2026, 12, 1, 0, 0));
   ASSERT_TRUE(usage.record("model-a", Usage{1, 1, 0, 0}).ok());
   EXPECT_EQ(usage.today().models.at("model-a").tokens, (Usage{1, 1, 0, 0}));
 }
@@ -125,7 +125,7 @@ TEST_F(UsageTrackerTest, AFileFromAnEarlierDayStartsEmpty) {
     UsageTracker usage = tracker();
     ASSERT_TRUE(usage.record("model-a", Usage{1, 2, 3, 4}).ok());
   }
-  clock_.set(ist(2026, 12, 1, 0, 0, 1));
+  clock_.set(usage_ist(2026, 12, 1, 0, 0, 1));
   UsageTracker next_day = tracker();
   ASSERT_TRUE(next_day.load().ok());
   EXPECT_TRUE(next_day.today().models.empty());
@@ -188,7 +188,7 @@ TEST_F(UsageTrackerTest, AfterACorruptFileTheNextRecordReplacesIt) {
 }
 
 TEST_F(UsageTrackerTest, AFailedSaveKeepsTheCount) {
-  UsageTracker usage(clock_, root_ / "missing-folder" / "usage.json", kPrices);
+  UsageTracker usage(clock_, root_ / "missing-folder" / "usage.json", kUsagePrices);
   const auto recorded = usage.record("model-a", Usage{1, 1, 0, 0});
   ASSERT_FALSE(recorded.ok());
   EXPECT_EQ(recorded.error().code, ErrorCode::system);

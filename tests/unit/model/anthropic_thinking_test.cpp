@@ -19,6 +19,7 @@
 #include "tests/unit/model/provider_test_support.h"
 #include "tests/unit/model/request_shape.h"
 #include "tests/unit/model/stream_test_support.h"
+#include "tests/unit/model/run_awaitable.h"
 
 namespace deskd::model {
 namespace {
@@ -350,14 +351,6 @@ class NoSteering final : public desk::TurnContext {
   void progress() override {}
   std::vector<std::pair<std::string, json::object>> events;
 };
-
-template <typename T>
-T wait(asio::io_context& io, asio::awaitable<T> operation) {
-  auto future = asio::co_spawn(io, std::move(operation), asio::use_future);
-  io.restart();
-  io.run();
-  return future.get();
-}
 
 TEST(AnthropicThinkingTurnTest, AThinkingTurnOverTheWireSendsItsThinkingBackWithTheToolResult) {
   testing::FakeHttpServer server;

@@ -25,7 +25,7 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using ::testing::HasSubstr;
 
-class QueueProvider final : public ModelProvider {
+class CutQueueProvider final : public ModelProvider {
  public:
   asio::awaitable<ModelResponse> complete(ModelRequest request) override {
     requests.push_back(request);
@@ -85,7 +85,7 @@ class CutReplyTest : public ::testing::Test {
     made.continue_after_max_tokens = go_on;
     return made;
   }
-  std::shared_ptr<QueueProvider> provider_ = std::make_shared<QueueProvider>();
+  std::shared_ptr<CutQueueProvider> provider_ = std::make_shared<CutQueueProvider>();
   asio::io_context io_;
   Recorder context_;
 };

@@ -22,6 +22,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/asio_await.h"
+
 namespace deskd::model::testing {
 
 namespace asio = boost::asio;
@@ -30,8 +32,6 @@ namespace http = boost::beast::http;
 using asio::ip::tcp;
 
 namespace {
-
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 
 // ---- Certificates, made fresh for each TLS server ----------------------------------------
 

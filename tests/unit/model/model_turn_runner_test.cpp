@@ -16,6 +16,7 @@
 #include "runner/desk/usage_tracker.h"
 #include "runner/model/script_provider.h"
 #include "runner/tools/tool_registry.h"
+#include "tests/unit/model/run_awaitable.h"
 
 namespace deskd::model {
 namespace {
@@ -75,14 +76,6 @@ class RecordingContext final : public desk::TurnContext {
   std::vector<std::pair<std::string, json::object>> events;
   int progress_calls = 0;
 };
-
-template <typename T>
-T wait(asio::io_context& context, asio::awaitable<T> operation) {
-  auto future = asio::co_spawn(context, std::move(operation), asio::use_future);
-  context.restart();
-  context.run();
-  return future.get();
-}
 
 TEST(ScriptProviderTest, ErrorsNameTheLine) {
   auto script = ScriptProvider::parse("{\"text\": \"fine\"}\nnot json\n", "demo.jsonl");

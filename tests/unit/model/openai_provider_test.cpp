@@ -29,7 +29,7 @@ using testing::run_complete;
 using testing::test_settings;
 using testing::user_request;
 
-std::string chunk(std::string_view delta, std::string_view finish_reason = "") {
+std::string provider_chunk(std::string_view delta, std::string_view finish_reason = "") {
   const std::string reason = finish_reason.empty() ? "null" : "\"" + std::string(finish_reason) + "\"";
   return R"(data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test-0101","choices":[{"index":0,"delta":)" +
          std::string(delta) + R"(,"finish_reason":)" + reason + "}]}\n\n";
@@ -39,11 +39,11 @@ const std::string kUsage =
     "\n\n";
 const std::string kDone = "data: [DONE]\n\n";
 
-FakeResponse text_answer() {
-  return FakeResponse::event_stream({{chunk(R"({"role":"assistant","content":""})")},
-                                     {chunk(R"({"content":"Nifty closed "})")},
-                                     {chunk(R"({"content":"at 24150."})")},
-                                     {chunk("{}", "stop")},
+FakeResponse openai_text_answer() {
+  return FakeResponse::event_stream({{provider_chunk(R"({"role":"assistant","content":""})")},
+                                     {provider_chunk(R"({"content":"Nifty closed "})")},
+                                     {provider_chunk(R"({"content":"at 24150."})")},
+                                     {provider_chunk("{}", "stop")},
                                      {kUsage},
                                      {kDone}});
 }
@@ -67,7 +67,7 @@ class OpenAiProviderTest : public ::testing::Test {
 };
 
 TEST_F(OpenAiProviderTest, ATextAnswer) {
-  server.enqueue(text_answer());
+  server.enqueue(openai_text_answer());
   auto openai = provider();
   const Outcome outcome = run_complete(io, *openai, user_request("How did Nifty close?"));
   ASSERT_TRUE(outcome.response) << outcome.message();
@@ -94,7 +94,7 @@ TEST_F(OpenAiProviderTest, ATextAnswer) {
 }
 
 TEST_F(OpenAiProviderTest, AnEmptyKeySendsNoAuthorization) {
-  server.enqueue(text_answer());
+  server.enqueue(openai_text_answer());
   ProviderSettings settings = test_settings(server.url("/v1/"), "llama-test");
   settings.api_key.clear();
   auto openai = provider(std::move(settings));
@@ -108,11 +108,11 @@ TEST_F(OpenAiProviderTest, AnEmptyKeySendsNoAuthorization) {
 
 TEST_F(OpenAiProviderTest, SeveralToolCallsStreamedInPieces) {
   const std::string wire =
-      chunk(R"({"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"bash","arguments":""}}]})") +
-      chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"{\"comm"}}]})") +
-      chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"and\": \"ls\"}"}}]})") +
-      chunk(R"({"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"read_file","arguments":"{\"path\""}}]})") +
-      chunk(R"({"tool_calls":[{"index":1,"function":{"arguments":": \"plan.md\"}"}}]})") + chunk("{}", "tool_calls") + kUsage +
+      provider_chunk(R"({"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"bash","arguments":""}}]})") +
+      provider_chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"{\"comm"}}]})") +
+      provider_chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"and\": \"ls\"}"}}]})") +
+      provider_chunk(R"({"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"read_file","arguments":"{\"path\""}}]})") +
+      provider_chunk(R"({"tool_calls":[{"index":1,"function":{"arguments":": \"plan.md\"}"}}]})") + provider_chunk("{}", "tool_calls") + kUsage +
       kDone;
   std::vector<BodyPiece> pieces;
   for (std::size_t at = 0; at < wire.size(); at += 29) pieces.push_back({wire.substr(at, 29), milliseconds(at % 3 == 0 ? 3 : 0)});
@@ -129,7 +129,7 @@ TEST_F(OpenAiProviderTest, SeveralToolCallsStreamedInPieces) {
 }
 
 TEST_F(OpenAiProviderTest, TheRequestCarriesToolsSystemResultsAndSteering) {
-  server.enqueue(text_answer());
+  server.enqueue(openai_text_answer());
   ModelRequest request;
   request.system = "You are a trading desk.";
   request.tools.push_back({"bash", "Runs a command.", json::object{{"type", "object"}}});
@@ -160,7 +160,7 @@ TEST_F(OpenAiProviderTest, RateLimitedWithRetryAfterThenAnswered) {
   FakeResponse limited = openai_error(429, "requests", "Rate limit reached for requests");
   limited.headers.emplace_back("retry-after", "1");
   server.enqueue(std::move(limited));
-  server.enqueue(text_answer());
+  server.enqueue(openai_text_answer());
   auto openai = provider();
   const Outcome outcome = run_complete(io, *openai, user_request("hi"));
   ASSERT_TRUE(outcome.response) << outcome.message();
@@ -171,7 +171,7 @@ TEST_F(OpenAiProviderTest, RateLimitedWithRetryAfterThenAnswered) {
 TEST_F(OpenAiProviderTest, AServerErrorThenAnswered) {
   server.enqueue(openai_error(500, "server_error", "The server had an error while processing your request."));
   server.enqueue(openai_error(503, "server_error", "Service unavailable"));
-  server.enqueue(text_answer());
+  server.enqueue(openai_text_answer());
   auto openai = provider();
   const Outcome outcome = run_complete(io, *openai, user_request("hi"));
   ASSERT_TRUE(outcome.response) << outcome.message();
@@ -180,9 +180,9 @@ TEST_F(OpenAiProviderTest, AServerErrorThenAnswered) {
 
 TEST_F(OpenAiProviderTest, AnErrorInTheMiddleOfTheStreamThenAnswered) {
   server.enqueue(FakeResponse::event_stream(
-      {{chunk(R"({"content":"Nif"})")},
+      {{provider_chunk(R"({"content":"Nif"})")},
        {R"(data: {"error":{"message":"The server had an error while processing your request.","type":"server_error"}})" "\n\n"}}));
-  server.enqueue(text_answer());
+  server.enqueue(openai_text_answer());
   auto openai = provider();
   const Outcome outcome = run_complete(io, *openai, user_request("hi"));
   ASSERT_TRUE(outcome.response) << outcome.message();
@@ -223,10 +223,10 @@ TEST_F(OpenAiProviderTest, RetriesRunOut) {
 }
 
 TEST_F(OpenAiProviderTest, AStalledStreamEndsWithAVisibleError) {
-  FakeResponse stalled = FakeResponse::event_stream({{chunk(R"({"content":"Nif"})")}});
+  FakeResponse stalled = FakeResponse::event_stream({{provider_chunk(R"({"content":"Nif"})")}});
   stalled.stall = true;
   server.enqueue(std::move(stalled));
-  server.enqueue(text_answer());
+  server.enqueue(openai_text_answer());
   ProviderSettings settings = test_settings(server.url("/v1"), "llama-test");
   settings.http.idle_timeout = milliseconds(300);
   auto openai = provider(std::move(settings));
@@ -239,7 +239,7 @@ TEST_F(OpenAiProviderTest, AStalledStreamEndsWithAVisibleError) {
 }
 
 TEST_F(OpenAiProviderTest, AStopInTheMiddleOfTheStreamEndsItAtOnce) {
-  FakeResponse stalled = FakeResponse::event_stream({{chunk(R"({"content":"Nif"})")}});
+  FakeResponse stalled = FakeResponse::event_stream({{provider_chunk(R"({"content":"Nif"})")}});
   stalled.stall = true;
   server.enqueue(std::move(stalled));
   auto openai = provider();

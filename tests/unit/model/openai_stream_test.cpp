@@ -22,12 +22,12 @@ using testing::sse;
 
 constexpr std::string_view kService = "The OpenAI API";
 
-std::string chunk(std::string_view delta, std::string_view finish_reason = "") {
+std::string stream_chunk(std::string_view delta, std::string_view finish_reason = "") {
   const std::string reason = finish_reason.empty() ? "null" : "\"" + std::string(finish_reason) + "\"";
   return sse("", R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"delta":)" +
                      std::string(delta) + R"(,"finish_reason":)" + reason + "}]}");
 }
-std::string content(std::string_view text) { return chunk(R"({"content":)" + json::serialize(json::string(text)) + "}"); }
+std::string content(std::string_view text) { return stream_chunk(R"({"content":)" + json::serialize(json::string(text)) + "}"); }
 std::string call_piece(int index, std::string_view id, std::string_view name, std::string_view arguments) {
   json::object function{{"arguments", arguments}};
   if (!name.empty()) function["name"] = name;
@@ -36,20 +36,20 @@ std::string call_piece(int index, std::string_view id, std::string_view name, st
     call["id"] = id;
     call["type"] = "function";
   }
-  return chunk(json::serialize(json::object{{"tool_calls", json::array{call}}}));
+  return stream_chunk(json::serialize(json::object{{"tool_calls", json::array{call}}}));
 }
 std::string usage() {
   return sse("", R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":50,"total_tokens":1050,"prompt_tokens_details":{"cached_tokens":800}}})");
 }
 std::string done() { return sse("", "[DONE]"); }
 
-std::string text_reply(std::string_view finish_reason) {
-  return chunk(R"({"role":"assistant","content":""})") + content("Nifty closed ") + content("at 24150.") +
-         chunk("{}", finish_reason) + usage() + done();
+std::string openai_text_reply(std::string_view finish_reason) {
+  return stream_chunk(R"({"role":"assistant","content":""})") + content("Nifty closed ") + content("at 24150.") +
+         stream_chunk("{}", finish_reason) + usage() + done();
 }
 
 TEST(OpenAiStreamTest, ATextReplyWithUsageInAnyPieces) {
-  const std::string wire = text_reply("stop");
+  const std::string wire = openai_text_reply("stop");
   for (std::size_t piece : {1u, 3u, 64u, 100000u}) {
     OpenAiStreamAssembler assembler(std::string(kService), 4096);
     const ModelResponse response = assemble(assembler, wire, piece);
@@ -65,7 +65,7 @@ TEST(OpenAiStreamTest, SeveralToolCallsAssembledByIndex) {
   const std::string wire = content("Two looks.") + call_piece(0, "call_a", "bash", "") + call_piece(0, "", "", R"({"comm)") +
                            call_piece(1, "call_b", "read_file", R"({"pa)") + call_piece(0, "", "", R"(and": "ls -la\)") +
                            call_piece(0, "", "", R"(nwc"})") + call_piece(1, "", "", R"(th": "plan.md"})") +
-                           call_piece(2, "call_c", "market_status", "") + chunk("{}", "tool_calls") + usage() + done();
+                           call_piece(2, "call_c", "market_status", "") + stream_chunk("{}", "tool_calls") + usage() + done();
   for (std::size_t piece : {1u, 7u, 100000u}) {
     OpenAiStreamAssembler assembler(std::string(kService), 4096);
     const ModelResponse response = assemble(assembler, wire, piece);
@@ -86,16 +86,16 @@ TEST(OpenAiStreamTest, FinishReasonsInTheMessagesApisWords) {
       {"stop", "end_turn"}, {"tool_calls", "tool_use"}, {"length", "max_tokens"}, {"something_new", "something_new"}};
   for (const auto& [finish, stop] : cases) {
     OpenAiStreamAssembler assembler(std::string(kService), 4096);
-    EXPECT_EQ(assemble(assembler, text_reply(finish), 100000).stop_reason, stop);
+    EXPECT_EQ(assemble(assembler, openai_text_reply(finish), 100000).stop_reason, stop);
   }
   // Some local servers say "stop" after tool calls.
   OpenAiStreamAssembler assembler(std::string(kService), 4096);
-  const ModelResponse response = assemble(assembler, call_piece(0, "call_a", "bash", "{}") + chunk("{}", "stop") + done(), 100000);
+  const ModelResponse response = assemble(assembler, call_piece(0, "call_a", "bash", "{}") + stream_chunk("{}", "stop") + done(), 100000);
   EXPECT_EQ(response.stop_reason, "tool_use");
 }
 
 TEST(OpenAiStreamTest, AContentFilterStopIsARefusal) {
-  const auto failure = failure_of(OpenAiStreamAssembler(std::string(kService), 4096), text_reply("content_filter"));
+  const auto failure = failure_of(OpenAiStreamAssembler(std::string(kService), 4096), openai_text_reply("content_filter"));
   ASSERT_TRUE(failure);
   EXPECT_THAT(failure->what(), HasSubstr("The model refused to continue"));
   EXPECT_FALSE(failure->retryable());
@@ -103,12 +103,12 @@ TEST(OpenAiStreamTest, AContentFilterStopIsARefusal) {
 
 TEST(OpenAiStreamTest, ArgumentsThatAreNotJsonNameTheTool) {
   const auto broken = failure_of(OpenAiStreamAssembler(std::string(kService), 4096),
-                                 call_piece(0, "call_a", "bash", R"({"command": )") + chunk("{}", "tool_calls") + done());
+                                 call_piece(0, "call_a", "bash", R"({"command": )") + stream_chunk("{}", "tool_calls") + done());
   ASSERT_TRUE(broken);
   EXPECT_THAT(broken->what(), HasSubstr("The model's arguments for the tool \"bash\" are not usable"));
 
   const auto cut = failure_of(OpenAiStreamAssembler(std::string(kService), 512),
-                              call_piece(0, "call_a", "write_file", R"({"content": "# To)") + chunk("{}", "length") + done());
+                              call_piece(0, "call_a", "write_file", R"({"content": "# To)") + stream_chunk("{}", "length") + done());
   ASSERT_TRUE(cut);
   EXPECT_THAT(cut->what(), HasSubstr("The reply was cut at max_tokens (512) in the middle of a tool call (write_file)"));
 }
@@ -139,7 +139,7 @@ TEST(OpenAiStreamTest, AStreamCutBeforeAnyFinishIsRetryable) {
   EXPECT_TRUE(failure->retryable());
   // A finish_reason without [DONE] is a whole reply from a terse server.
   OpenAiStreamAssembler assembler(std::string(kService), 4096);
-  EXPECT_EQ(assemble(assembler, content("ok") + chunk("{}", "stop"), 100000).text, "ok");
+  EXPECT_EQ(assemble(assembler, content("ok") + stream_chunk("{}", "stop"), 100000).text, "ok");
 }
 
 TEST(OpenAiErrorTest, ErrorBodiesAndTheContextWindow) {

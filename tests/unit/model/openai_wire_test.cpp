@@ -43,7 +43,7 @@ std::string refusal_chunk(std::string_view delta, std::string_view finish_reason
   return R"(data: {"id":"chatcmpl-9tXjSozLhAbCdEfGhIjKlMnOpQrSt","object":"chat.completion.chunk","created":1723024734,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_845eaabc1f","choices":[{"index":0,"delta":)" +
          std::string(delta) + R"(,"logprobs":null,"finish_reason":)" + std::string(finish_reason) + "}]}\n\n";
 }
-const std::string kRefusalStream =
+const std::string kOpenAiRefusalStream =
     refusal_chunk(R"({"role":"assistant","content":null,"refusal":""})") + refusal_chunk(R"({"refusal":"I'm"})") +
     refusal_chunk(R"({"refusal":" sorry"})") + refusal_chunk(R"({"refusal":","})") + refusal_chunk(R"({"refusal":" but"})") +
     refusal_chunk(R"({"refusal":" I"})") + refusal_chunk(R"({"refusal":" can't"})") + refusal_chunk(R"({"refusal":" assist"})") +
@@ -76,7 +76,7 @@ TEST(OpenAiWireTest, ARefusalKeepsItsWords) {
   for (std::size_t piece : {1u, 13u, 100000u}) {
     try {
       OpenAiStreamAssembler assembler("The OpenAI API", 1024);
-      assemble(assembler, kRefusalStream, piece);
+      assemble(assembler, kOpenAiRefusalStream, piece);
       ADD_FAILURE() << "a refusal was taken as a reply";
     } catch (const ProviderError& error) {
       EXPECT_EQ(std::string(error.what()), "The model refused to continue: I'm sorry, but I can't assist with that request.");

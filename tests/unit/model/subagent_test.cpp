@@ -15,6 +15,7 @@
 #include "runner/model/subagent_tool.h"
 #include "runner/model/tool_round.h"
 #include "runner/tools/tool_registry.h"
+#include "tests/unit/model/run_awaitable.h"
 
 namespace deskd::model {
 namespace {
@@ -22,14 +23,6 @@ namespace {
 namespace asio = boost::asio;
 namespace json = boost::json;
 using ::testing::HasSubstr;
-
-template <typename T>
-T wait(asio::io_context& context, asio::awaitable<T> operation) {
-  auto future = asio::co_spawn(context, std::move(operation), asio::use_future);
-  context.restart();
-  context.run();
-  return future.get();
-}
 
 ModelRequest turn_request(const std::string& text) {
   ModelRequest request;

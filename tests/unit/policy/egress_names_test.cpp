@@ -15,16 +15,16 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-EgressAllowlist allowlist(const std::vector<std::string>& entries) {
+EgressAllowlist names_allowlist(const std::vector<std::string>& entries) {
   auto parsed = EgressAllowlist::parse(entries);
   EXPECT_TRUE(parsed.ok()) << (parsed.ok() ? "" : parsed.error().what);
   return parsed.ok() ? *parsed : EgressAllowlist{};
 }
 
-NetworkAddress address(const char* text) { return NetworkAddress::parse(text).value_or(NetworkAddress{}); }
+NetworkAddress names_address(const char* text) { return NetworkAddress::parse(text).value_or(NetworkAddress{}); }
 
 TEST(EgressNamesTest, EachExactNameGetsItsOwnAddressAndItsPorts) {
-  const auto names = egress_names(allowlist(
+  const auto names = egress_names(names_allowlist(
       {"API.example.com", "*.cdn.example.com", "10.0.0.0/8", "git.example.org:8443", "git.example.org:22",
        "api.example.com:8080", "203.0.113.9"}));
   ASSERT_EQ(names.size(), 2u);
@@ -37,20 +37,20 @@ TEST(EgressNamesTest, EachExactNameGetsItsOwnAddressAndItsPorts) {
 }
 
 TEST(EgressNamesTest, AnAddressAndPortStandForANameOnlyWhenTheNameHasThatPort) {
-  const auto names = egress_names(allowlist({"a.example.com:443", "b.example.com"}));
-  ASSERT_NE(egress_name_at(names, address("127.100.0.1"), 443), nullptr);
-  EXPECT_EQ(egress_name_at(names, address("127.100.0.1"), 443)->name, "a.example.com");
-  EXPECT_EQ(egress_name_at(names, address("127.100.0.1"), 80), nullptr);
-  EXPECT_EQ(egress_name_at(names, address("127.100.0.2"), 80)->name, "b.example.com");
-  EXPECT_EQ(egress_name_at(names, address("127.100.0.3"), 443), nullptr);
-  EXPECT_EQ(egress_name_at(names, address("127.0.0.1"), 443), nullptr);
-  EXPECT_EQ(egress_name_at(names, address("::ffff:127.100.0.2"), 443)->name, "b.example.com");
+  const auto names = egress_names(names_allowlist({"a.example.com:443", "b.example.com"}));
+  ASSERT_NE(egress_name_at(names, names_address("127.100.0.1"), 443), nullptr);
+  EXPECT_EQ(egress_name_at(names, names_address("127.100.0.1"), 443)->name, "a.example.com");
+  EXPECT_EQ(egress_name_at(names, names_address("127.100.0.1"), 80), nullptr);
+  EXPECT_EQ(egress_name_at(names, names_address("127.100.0.2"), 80)->name, "b.example.com");
+  EXPECT_EQ(egress_name_at(names, names_address("127.100.0.3"), 443), nullptr);
+  EXPECT_EQ(egress_name_at(names, names_address("127.0.0.1"), 443), nullptr);
+  EXPECT_EQ(egress_name_at(names, names_address("::ffff:127.100.0.2"), 443)->name, "b.example.com");
 }
 
 TEST(EgressNamesTest, ListenersAreBoundedAndTheNamesPastTheBoundAreLeftToTheProxy) {
   std::vector<std::string> entries;
   for (int index = 0; index < 300; ++index) entries.push_back("host" + std::to_string(index) + ".example.com");
-  const auto names = egress_names(allowlist(entries));
+  const auto names = egress_names(names_allowlist(entries));
   std::size_t listeners = 0;
   for (const auto& name : names) listeners += name.ports.size();
   EXPECT_EQ(listeners, kMaximumEgressListeners);
@@ -62,7 +62,7 @@ TEST(EgressNamesTest, TheHostsFileKeepsTheHostsLocalhostLinesThenNamesEachName) 
   const std::string host = "127.0.0.1\tlocalhost\n127.0.1.1 builder\n::1 localhost ip6-localhost ip6-loopback\n"
                            "# a comment\n0.0.0.0 ads.example\n10.1.1.1 intranet.example\n127.0.0.1 blocked.example\n"
                            "127.100.0.1 localhost-trick\n";
-  const std::string file = egress_hosts_file(host, egress_names(allowlist({"api.example.com", "*.svc.example"})));
+  const std::string file = egress_hosts_file(host, egress_names(names_allowlist({"api.example.com", "*.svc.example"})));
   EXPECT_THAT(file, HasSubstr("127.0.0.1\tlocalhost\n"));
   EXPECT_THAT(file, HasSubstr("::1 localhost ip6-localhost ip6-loopback\n"));
   EXPECT_THAT(file, HasSubstr("127.100.0.1\tapi.example.com\n"));
@@ -76,7 +76,7 @@ TEST(EgressNamesTest, TheHostsFileKeepsTheHostsLocalhostLinesThenNamesEachName) 
 // tool would reach the sandbox's own loopback, not the name's address.
 TEST(EgressNamesTest, AHostLineKeepsOnlyItsLocalhostNames) {
   const std::string host = "127.0.0.1 localhost localhost.example api.example.com other.example\n";
-  const std::string file = egress_hosts_file(host, egress_names(allowlist({"localhost.example", "api.example.com"})));
+  const std::string file = egress_hosts_file(host, egress_names(names_allowlist({"localhost.example", "api.example.com"})));
   EXPECT_THAT(file, HasSubstr("127.0.0.1\tlocalhost\n"));
   EXPECT_THAT(file, HasSubstr("127.100.0.1\tlocalhost.example\n"));
   EXPECT_THAT(file, HasSubstr("127.100.0.2\tapi.example.com\n"));

@@ -49,7 +49,7 @@ constexpr std::string_view kWritten = "written by the desk";
 constexpr int kAttempts = 5000;
 constexpr auto kTimeBudget = std::chrono::seconds(10);
 
-enum class Walk { openat2, component_walk };
+enum class RaceWalk { openat2, component_walk };
 
 // How the attempts ended. Refusals by the policy and by SafeFile are told apart so a
 // failure message shows which defence was exercised.
@@ -79,14 +79,14 @@ struct Tally {
   }
 };
 
-class RaceTest : public DeskFixture, public ::testing::WithParamInterface<Walk> {
+class RaceTest : public DeskFixture, public ::testing::WithParamInterface<RaceWalk> {
  protected:
   void SetUp() override {
     DeskFixture::SetUp();
     if (HasFatalFailure()) return;
-    if (GetParam() == Walk::openat2 && !SafeFile::uses_openat2()) GTEST_SKIP() << "no openat2 here";
+    if (GetParam() == RaceWalk::openat2 && !SafeFile::uses_openat2()) GTEST_SKIP() << "no openat2 here";
     // Set before any thread starts, and only read while they run.
-    SafeFileTestPeer::force_component_walk(GetParam() == Walk::component_walk);
+    SafeFileTestPeer::force_component_walk(GetParam() == RaceWalk::component_walk);
   }
   void TearDown() override {
     SafeFileTestPeer::force_component_walk(false);
@@ -213,11 +213,11 @@ TEST_P(RaceTest, SwappingAFolderForALinkToSecretsNeverLeaksOrPlantsAnything) {
   EXPECT_GT(tally.refused(), 0);
 }
 
-std::string walk_name(const ::testing::TestParamInfo<Walk>& walk) {
-  return walk.param == Walk::openat2 ? "openat2" : "component_walk";
+std::string race_walk_name(const ::testing::TestParamInfo<RaceWalk>& walk) {
+  return walk.param == RaceWalk::openat2 ? "openat2" : "component_walk";
 }
 
-INSTANTIATE_TEST_SUITE_P(BothWalks, RaceTest, ::testing::Values(Walk::openat2, Walk::component_walk),
-                         walk_name);
+INSTANTIATE_TEST_SUITE_P(BothWalks, RaceTest, ::testing::Values(RaceWalk::openat2, RaceWalk::component_walk),
+                         race_walk_name);
 
 }  // namespace

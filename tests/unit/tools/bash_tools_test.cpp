@@ -164,7 +164,7 @@ TEST_F(DeskToolsTest, FileToolsAndBashSeeTheSameWorld) {
   const ToolResult secret = call("read_file", {{"path", ".env"}});
   EXPECT_TRUE(secret.is_error);
   EXPECT_THAT(secret.text, HasSubstr("holds secrets and cannot be read."));
-  EXPECT_THAT(bash("cat .env").text, testing::Not(HasSubstr("API_KEY")));
+  EXPECT_THAT(bash("cat .env").text, ::testing::Not(HasSubstr("API_KEY")));
 }
 
 TEST_F(DeskToolsTest, ClosingTheRegistryClosesTheTerminal) {
