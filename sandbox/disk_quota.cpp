@@ -57,7 +57,7 @@ Error failed(int error_number, const std::string& step) {
 
 std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
-// Runs a helper program with an empty environment and waits for it.
+// Runs a helper program with an empty environment and only standard streams, and waits for it.
 Result<void> run_program(const std::vector<std::string>& command) {
   std::vector<char*> arguments;
   for (const auto& each : command) arguments.push_back(const_cast<char*>(each.c_str()));
@@ -68,6 +68,9 @@ Result<void> run_program(const std::vector<std::string>& command) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  // Nothing else of deskd's reaches the helper: Asio opens its sockets (the control socket's
+  // listener, the clients' connections) without close-on-exec.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   const int spawned = ::posix_spawn(&child, arguments[0], &actions, nullptr, arguments.data(), environment);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return failed(spawned, "starting " + command[0]);

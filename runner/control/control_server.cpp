@@ -8,10 +8,12 @@
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <list>
+#include <thread>
 
 #include "base/asio_await.h"
 #include "runner/control/control_connection.h"
@@ -116,6 +118,18 @@ bool someone_listens(const std::filesystem::path& path) {
   return answered;
 }
 
+// Whether a deskd answers on `path` and goes on answering. A deskd killed a moment ago can
+// leave its listener held for some milliseconds by children dying with it (a sandbox being
+// set up holds every descriptor until it closes them), and a restart must not take that
+// for another deskd; one that still answers after a second is one.
+bool someone_still_listens(const std::filesystem::path& path) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    if (!someone_listens(path)) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ControlServer>> ControlServer::open(asio::any_io_executor executor,
@@ -132,7 +146,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::open(asio::any_io_executor
     if (!S_ISSOCK(existing.st_mode)) {
       return Error::make(ErrorCode::refused, path.native() + " exists and is not a socket; deskd will not replace it.");
     }
-    if (someone_listens(path)) {
+    if (someone_still_listens(path)) {
       return Error::make(ErrorCode::refused, "Another deskd is already listening on " + path.native() + ".");
     }
     ::unlink(path.c_str());  // left behind by a deskd that crashed
