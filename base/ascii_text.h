@@ -1,5 +1,5 @@
 #pragma once
-// ASCII case and blank tests for protocol text (header names, host names, an API's error
+// ASCII case and blank tests, and trimming, for protocol text (header names, host names, an API's error
 // words): the C locale's, whatever the process locale is. Declared once for the tree.
 
 #include <algorithm>
@@ -30,6 +30,13 @@ inline bool contains_ignoring_case(std::string_view text, std::string_view part)
 /// Empty or only white space.
 inline bool blank(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
+}
+
+/// `text` without the `characters` (by default the C locale's white space) at either end.
+inline std::string_view trim(std::string_view text, std::string_view characters = " \t\n\v\f\r") {
+  const auto first = text.find_first_not_of(characters);
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(characters) - first + 1);
 }
 
 }  // namespace deskd

@@ -30,6 +30,8 @@ struct Error {
 
   /// An error that no system call caused.
   static Error make(ErrorCode code, std::string what) { return Error{code, 0, std::move(what)}; }
+  /// A policy's no (ErrorCode::refused), told in `what`.
+  static Error refusal(std::string what) { return make(ErrorCode::refused, std::move(what)); }
   /// An error caused by a failed system call; `what` should name the call and the path.
   static Error from_errno(int error_number, std::string what);
 };

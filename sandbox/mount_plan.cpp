@@ -36,7 +36,7 @@ MountStep tmpfs(std::string target, std::string options, unsigned long flags, st
   return result;
 }
 
-MountStep bind(std::string source, std::string target, bool recursive, std::string description) {
+MountStep bind_step(std::string source, std::string target, bool recursive, std::string description) {
   MountStep result = step(Operation::bind, std::move(target), std::move(description));
   result.source = std::move(source);
   result.recursive = recursive;
@@ -71,7 +71,7 @@ void plan_devices(const SandboxSpec& spec, std::vector<MountStep>& steps) {
     MountStep file = step(Operation::create_file, in_new_root(path), "create " + path);
     file.mode = 0666;
     steps.push_back(file);
-    steps.push_back(bind(in_old_root(path), in_new_root(path), false, "bind the host's " + path));
+    steps.push_back(bind_step(in_old_root(path), in_new_root(path), false, "bind the host's " + path));
   }
   for (const char* folder : {"/dev/pts", "/dev/shm"}) {
     steps.push_back(step(Operation::make_directory, in_new_root(folder), std::string("create ") + folder));
@@ -130,7 +130,7 @@ void plan_mount_point(const std::filesystem::path& path, bool is_folder, std::ve
 // (deskd may reach folders the desk's uid cannot search, such as a 0700 parent).
 void plan_shown(const std::filesystem::path& path, bool recursive, unsigned long long set, const std::string& what,
                 std::vector<MountStep>& steps) {
-  MountStep shown = bind(in_old_root(path), in_new_root(path.native()), recursive, "bind " + what);
+  MountStep shown = bind_step(in_old_root(path), in_new_root(path.native()), recursive, "bind " + what);
   shown.opened_by_daemon = true;
   steps.push_back(shown);
   steps.push_back(attributes(in_new_root(path.native()), set, recursive,
@@ -160,7 +160,7 @@ void plan_minimal_root(const SandboxSpec& spec, std::vector<MountStep>& steps) {
     }
     if (!S_ISDIR(status.st_mode)) continue;
     steps.push_back(step(Operation::make_directory, in_new_root(folder), std::string("create ") + folder));
-    steps.push_back(bind(in_old_root(folder), in_new_root(folder), true, std::string("bind the host's ") + folder));
+    steps.push_back(bind_step(in_old_root(folder), in_new_root(folder), true, std::string("bind the host's ") + folder));
     steps.push_back(attributes(in_new_root(folder), kReadOnly, true, std::string("make ") + folder + " read-only"));
   }
   for (const auto& path : spec.read_only_paths) {
@@ -186,7 +186,7 @@ void plan_egress_hosts(const SandboxSpec& spec, std::vector<MountStep>& steps) {
   file.data = policy::egress_hosts_file(host_file, spec.egress_names);
   file.mode = 0644;
   steps.push_back(file);
-  steps.push_back(bind(kEgressHostsFile, in_new_root("/etc/hosts"), false,
+  steps.push_back(bind_step(kEgressHostsFile, in_new_root("/etc/hosts"), false,
                        "bind the desk's /etc/hosts (its allowed names) over the view's"));
   steps.push_back(attributes(in_new_root("/etc/hosts"), kReadOnly, false, "make the desk's /etc/hosts read-only"));
 }
@@ -209,7 +209,7 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
   if (minimal) {
     plan_minimal_root(spec, steps);
   } else {
-    steps.push_back(bind(kOldRoot, kNewRoot, true, "bind the host's root"));
+    steps.push_back(bind_step(kOldRoot, kNewRoot, true, "bind the host's root"));
     steps.push_back(attributes(kNewRoot, kReadOnly, true, "make the host's root read-only, nosuid and nodev"));
   }
   steps.push_back(step(Operation::mount_proc, in_new_root("/proc"), "mount a new /proc"));

@@ -1,6 +1,9 @@
 #include "runner/app/command_options.h"
 
+#include <fcntl.h>
+
 #include <array>
+#include <cstdio>
 #include <string_view>
 
 namespace deskd::app {
@@ -88,5 +91,12 @@ void add_desk_tool_options(CLI::App& command, DeskToolOptions& options) {
          "where propose_file_change stores proposals, outside the desk's writable places (default: none, and the "
          "tool refuses)");
 }
+
+int usage_error(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "deskd %s: %s\nRun 'deskd %s --help' for usage.\n", command.c_str(), message.c_str(), command.c_str());
+  return 2;
+}
+
+UniqueFd duplicate_descriptor(int fd) { return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3)); }
 
 }  // namespace deskd::app

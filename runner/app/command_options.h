@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "base/unique_fd.h"
+
 #include "base/command_line.h"
 #include "runner/app/deskd_command.h"
 #include "runner/app/desk_tool_options.h"
@@ -22,5 +24,13 @@ void add_sandbox_options(CLI::App& command, SandboxOptions& options);
 
 /// Adds --desk and the sandbox options, then --timeout, --max-output and --proposals.
 void add_desk_tool_options(CLI::App& command, DeskToolOptions& options);
+
+/// Tells a usage mistake of `deskd COMMAND` and where its help is; returns 2, the exit status.
+int usage_error(const std::string& command, const std::string& message);
+
+/// A close-on-exec copy of `fd` above the standard streams: a command's server talks on its
+/// own copies of stdin and stdout, so that closing them when it ends leaves the process's
+/// own descriptors alone.
+UniqueFd duplicate_descriptor(int fd);
 
 }  // namespace deskd::app

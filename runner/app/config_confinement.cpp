@@ -38,8 +38,6 @@ std::string octal_mode(mode_t mode) {
   return text;
 }
 
-Error refused(std::string sentence) { return Error::make(ErrorCode::refused, std::move(sentence)); }
-
 }  // namespace
 
 std::span<const path> shown_system_folders() { return kShownSystemFolders; }
@@ -52,21 +50,21 @@ bool is_inside_shown_system_folder(const path& candidate) {
 Result<void> check_desk_folder_placement(const path& desk_folder) {
   const std::string shown = desk_folder.native();
   if (desk_folder == desk_folder.root_path()) {
-    return refused("the desk folder " + shown +
+    return Error::refusal("the desk folder " + shown +
                    " is the root of the host; a desk needs a folder of its own, for example under /srv or /home");
   }
   if (is_one_of(desk_folder, kSystemTrees)) {
-    return refused("the desk folder " + shown +
+    return Error::refusal("the desk folder " + shown +
                    " is a system folder; a desk needs a folder of its own, for example under /srv or /home");
   }
   for (const auto& tree : kSystemTrees) {
     if (!policy::is_strictly_inside(desk_folder, tree)) continue;
-    return refused("the desk folder " + shown + " lies inside the system folder " + tree.native() +
+    return Error::refusal("the desk folder " + shown + " lies inside the system folder " + tree.native() +
                    ", which the sandbox shows read-only to every desk or not at all; put the desk in a folder of "
                    "its own, for example under /srv or /home");
   }
   if (is_one_of(desk_folder, kSharedFolders)) {
-    return refused("the desk folder " + shown +
+    return Error::refusal("the desk folder " + shown +
                    " is a folder the whole host shares; give the desk a folder of its own inside it, such as " +
                    (desk_folder / "desks" / "NAME").native());
   }
@@ -76,14 +74,14 @@ Result<void> check_desk_folder_placement(const path& desk_folder) {
 Result<void> check_read_only_path(const path& read_only_path) {
   const std::string shown = read_only_path.native();
   if (read_only_path == read_only_path.root_path()) {
-    return refused("the read-only path / would show the whole host; write host_view = \"full\" for that");
+    return Error::refusal("the read-only path / would show the whole host; write host_view = \"full\" for that");
   }
   if (read_only_path == "/tmp") {
-    return refused("the read-only path /tmp would cover the sandbox's own /tmp; name a folder inside it instead");
+    return Error::refusal("the read-only path /tmp would cover the sandbox's own /tmp; name a folder inside it instead");
   }
   for (const char* replaced : {"/proc", "/sys", "/dev", "/run", "/var/run"}) {
     if (!policy::is_same_or_inside(read_only_path, replaced)) continue;
-    return refused("the read-only path " + shown + " lies in " + replaced +
+    return Error::refusal("the read-only path " + shown + " lies in " + replaced +
                    ", which the sandbox makes up itself so that no host device or Unix socket is reachable; name a "
                    "folder elsewhere");
   }
@@ -106,7 +104,7 @@ Result<void> check_desk_folder_reachable(const path& desk_folder, uid_t deskd_ui
     // Group search is not counted: the desk's gid is its own under a root deskd, and failing
     // here is better than a desk that cannot start.
     if (deskd_uid != 0 && status.st_uid == deskd_uid && (status.st_mode & S_IXUSR) != 0) continue;
-    return refused("the desk folder " + desk_folder.native() + " cannot be reached by the desk's sandbox: its ancestor " +
+    return Error::refusal("the desk folder " + desk_folder.native() + " cannot be reached by the desk's sandbox: its ancestor " +
                    ancestor.native() + " has mode " + octal_mode(status.st_mode) +
                    ", which lets no other user search it; move the desk or run `chmod o+x " + ancestor.native() +
                    "`");

@@ -28,8 +28,6 @@ DeskConfig as_seen(const DeskConfig& desk) {
 // A running desk is restarted only when what it would be built from differs.
 bool needs_restart(const DeskConfig& running, const DeskConfig& next) { return !(as_seen(running) == as_seen(next)); }
 
-Error refused(std::string why) { return Error::make(ErrorCode::refused, std::move(why)); }
-
 // The [runner] keys that differ: they are taken once, at start (the socket is open, the
 // state folder's journals are in use), so a change needs a restart.
 std::string changed_runner_keys(const RunnerConfig& now, const RunnerConfig& next) {
@@ -62,9 +60,9 @@ asio::awaitable<void> Daemon::reload_and_answer(std::string who,
                                                 std::function<void(Result<control::ReloadOutcome>)> done) {
   std::optional<Result<control::ReloadOutcome>> result;
   if (stopping_) {
-    result.emplace(refused("deskd is stopping; it reloads nothing."));
+    result.emplace(Error::refusal("deskd is stopping; it reloads nothing."));
   } else if (reloading_) {
-    result.emplace(refused("A reload is already under way; try again once it has finished."));
+    result.emplace(Error::refusal("A reload is already under way; try again once it has finished."));
   } else {
     // RELOADING=1 ... READY=1 around this reload only: a refused second one tells systemd nothing.
     if (log_.notify) log_.notify("RELOADING=1");
@@ -118,13 +116,13 @@ Result<std::shared_ptr<Daemon::ReloadPlan>> Daemon::plan_reload() const {
   if (!load.config) {
     std::string problems;
     for (const auto& problem : load.problems) problems += "\n" + problem.to_string();
-    return refused("The config has " + std::to_string(load.problems.size()) +
+    return Error::refusal("The config has " + std::to_string(load.problems.size()) +
                    " problem(s), so it was not loaded; every desk keeps running as before:" + problems);
   }
   auto plan = std::make_shared<ReloadPlan>();
   plan->next = std::move(*load.config);
   if (const std::string keys = changed_runner_keys(config_.runner, plan->next.runner); !keys.empty()) {
-    return refused("[runner] changed (" + keys + "); deskd takes [runner] only at start, so restart it " +
+    return Error::refusal("[runner] changed (" + keys + "); deskd takes [runner] only at start, so restart it " +
                    "(systemctl restart deskd) to apply this config. Nothing was reloaded.");
   }
   for (const auto& [name, slot] : slots_) {

@@ -54,20 +54,11 @@ std::optional<std::chrono::milliseconds> parse_interval(std::string_view text) {
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "deskd mcp: %s\nRun 'deskd mcp --help' for usage.\n", message.c_str());
-  return 2;
-}
-
-// The server talks on its own copies of stdin and stdout, so that closing them when it
-// ends leaves the process's own descriptors alone.
-UniqueFd duplicate(int fd) { return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3)); }
-
 int serve_mcp(const DeskToolOptions& options, std::chrono::milliseconds progress_interval) {
   auto settings = build_desk_tool_settings(options);
-  if (!settings.ok()) return usage_error(settings.error().what);
-  UniqueFd input = duplicate(0);
-  UniqueFd output = duplicate(1);
+  if (!settings.ok()) return usage_error("mcp", settings.error().what);
+  UniqueFd input = duplicate_descriptor(0);
+  UniqueFd output = duplicate_descriptor(1);
   if (!input || !output) {
     std::fputs("deskd mcp: standard input and output must be open.\n", stderr);
     return 2;
@@ -75,7 +66,7 @@ int serve_mcp(const DeskToolOptions& options, std::chrono::milliseconds progress
 
   boost::asio::io_context io;
   if (auto proxied = attach_command_egress(*settings, options, io.get_executor()); !proxied.ok()) {
-    return usage_error(proxied.error().what);
+    return usage_error("mcp", proxied.error().what);
   }
   tools::ToolRegistry registry = tools::make_desk_tools(io.get_executor(), std::move(*settings));
   tools::McpServer server(registry, tools::McpServerInfo{"deskd", DESKD_VERSION}, progress_interval);

@@ -40,13 +40,6 @@ void log_escaped(std::exception_ptr escaped) {
   if (escaped) std::fputs("deskd shell: closing the terminal failed\n", stderr);
 }
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "deskd shell: %s\nRun 'deskd shell --help' for usage.\n", message.c_str());
-  return 2;
-}
-
-UniqueFd duplicate(int fd) { return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3)); }
-
 std::string reply_line(const tools::ToolResult& result) {
   json::object reply{{"content", tools::valid_utf8(result.text)},
                      {"is_error", result.is_error},
@@ -132,9 +125,9 @@ awaitable<int> serve_terminal(tools::BashSession& session, tools::LineReader& re
 
 int run_shell(const DeskToolOptions& options, bool json_lines) {
   auto settings = build_desk_tool_settings(options);
-  if (!settings.ok()) return usage_error(settings.error().what);
-  UniqueFd input = duplicate(0);
-  UniqueFd output = duplicate(1);
+  if (!settings.ok()) return usage_error("shell", settings.error().what);
+  UniqueFd input = duplicate_descriptor(0);
+  UniqueFd output = duplicate_descriptor(1);
   if (!input || !output) {
     std::fputs("deskd shell: standard input and output must be open.\n", stderr);
     return 2;
@@ -142,7 +135,7 @@ int run_shell(const DeskToolOptions& options, bool json_lines) {
 
   asio::io_context io;
   if (auto proxied = attach_command_egress(*settings, options, io.get_executor()); !proxied.ok()) {
-    return usage_error(proxied.error().what);
+    return usage_error("shell", proxied.error().what);
   }
   const std::size_t maximum_line_bytes = json_lines ? tools::McpServer::kMaximumMessageBytes : kMaximumCommandBytes;
   tools::LineReader reader(io.get_executor(), std::move(input), maximum_line_bytes);

@@ -1,4 +1,5 @@
 #include "runner/desk/front_matter.h"
+#include "base/ascii_text.h"
 
 #include <algorithm>
 #include <vector>
@@ -6,26 +7,21 @@
 namespace deskd::desk {
 namespace {
 
+// Blanks within a line (a carriage return from a CRLF file included).
 constexpr std::string_view kWhitespace = " \t\r";
-
-std::string_view trim(std::string_view text) {
-  const auto first = text.find_first_not_of(kWhitespace);
-  if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(kWhitespace) - first + 1);
-}
 
 bool is_key_character(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
          c == '-';
 }
 
-bool is_delimiter(std::string_view line) { return trim(line) == "---" && line.starts_with("---"); }
+bool is_delimiter(std::string_view line) { return trim(line, kWhitespace) == "---" && line.starts_with("---"); }
 
 // In a plain YAML value, " #" starts a comment; a '#' inside a word does not.
 std::string_view without_comment(std::string_view value) {
   for (std::size_t index = 1; index < value.size(); ++index) {
     if (value[index] == '#' && (value[index - 1] == ' ' || value[index - 1] == '\t')) {
-      return trim(value.substr(0, index));
+      return trim(value.substr(0, index), kWhitespace);
     }
   }
   return value.starts_with('#') ? std::string_view{} : value;
@@ -66,7 +62,7 @@ std::optional<std::string> unquote(std::string_view value) {
     }
     result += c;
   }
-  const std::string_view rest = trim(value.substr(index + 1));
+  const std::string_view rest = trim(value.substr(index + 1), kWhitespace);
   if (!rest.empty() && !rest.starts_with('#')) return std::nullopt;
   return result;
 }
@@ -81,7 +77,7 @@ bool is_block_indicator(std::string_view value) {
           (value[index] >= '1' && value[index] <= '9'))) {
     ++index;
   }
-  const std::string_view rest = trim(value.substr(index));
+  const std::string_view rest = trim(value.substr(index), kWhitespace);
   return rest.empty() || (rest.starts_with('#') && index < value.size() && value[index] != '#');
 }
 
@@ -92,18 +88,18 @@ enum class Continuation { none, plain, literal_block, folded_block, nested };
 std::string join_block(const std::vector<std::string_view>& lines, bool folded) {
   std::size_t indent = std::string_view::npos;
   for (const auto line : lines) {
-    if (!trim(line).empty()) indent = std::min(indent, line.find_first_not_of(" \t"));
+    if (!trim(line, kWhitespace).empty()) indent = std::min(indent, line.find_first_not_of(" \t"));
   }
   std::string joined;
   for (const auto line : lines) {
-    const std::string_view content = trim(line).empty() ? std::string_view{} : line.substr(indent);
+    const std::string_view content = trim(line, kWhitespace).empty() ? std::string_view{} : line.substr(indent);
     if (!joined.empty() || !content.empty()) {
       if (!joined.empty())
         joined += folded && !content.empty() && joined.back() != '\n' ? " " : "\n";
       joined += content;
     }
   }
-  return std::string(trim(joined));
+  return std::string(trim(joined, kWhitespace));
 }
 
 // The body without the blank lines around it; the first line keeps its indentation.
@@ -160,17 +156,17 @@ FrontMatterParse parse_front_matter(std::string_view text) {
       return FrontMatterParse{std::move(parsed), 0, {}};
     }
     const bool indented = line.starts_with(' ') || line.starts_with('\t');
-    const bool blank = trim(line).empty();
+    const bool blank = trim(line, kWhitespace).empty();
     const bool block_value =
         continuation == Continuation::literal_block || continuation == Continuation::folded_block;
     if (block_value && (indented || blank)) {
       block.push_back(line);
       continue;
     }
-    if (blank || trim(line).starts_with('#')) continue;
+    if (blank || trim(line, kWhitespace).starts_with('#')) continue;
     if (indented || (continuation == Continuation::nested && line.starts_with('-'))) {
       if (continuation == Continuation::plain) {
-        const std::string_view more = without_comment(trim(line));
+        const std::string_view more = without_comment(trim(line, kWhitespace));
         if (!more.empty()) current->value += " " + std::string(more);
       } else if (continuation != Continuation::nested) {
         return failure(line_number,
@@ -194,7 +190,7 @@ FrontMatterParse parse_front_matter(std::string_view text) {
     }
     current =
         &parsed.fields.emplace(std::string(key), FrontMatterField{{}, line_number}).first->second;
-    const std::string_view value = trim(line.substr(colon + 1));
+    const std::string_view value = trim(line.substr(colon + 1), kWhitespace);
     if (value.starts_with('"') || value.starts_with('\'')) {
       auto unquoted = unquote(value);
       if (!unquoted) {

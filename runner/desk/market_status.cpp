@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "policy/path_resolution.h"
+#include "base/ascii_text.h"
 
 namespace deskd::desk {
 namespace {
@@ -17,15 +18,6 @@ constexpr int kOpenHour = 9, kOpenMinute = 15;
 constexpr int kCloseHour = 15, kCloseMinute = 30;
 // A holiday list is a few dozen lines a year; anything this big is the wrong file.
 constexpr std::uintmax_t kMaximumHolidayFileBytes = 1 << 20;
-
-constexpr std::string_view kWhitespace = " \t\r\f\v";
-
-std::string_view trim(std::string_view text) {
-  const auto first = text.find_first_not_of(kWhitespace);
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(kWhitespace);
-  return text.substr(first, last - first + 1);
-}
 
 bool is_weekend(IndiaDate date) {
   const std::chrono::weekday weekday{sys_days{date}};
@@ -102,7 +94,7 @@ Result<MarketStatus> MarketStatus::parse(std::string_view text, std::string_view
     if (line.empty()) continue;
     const bool well_formed =
         looks_like_a_date(line) &&
-        (line.size() == 10 || kWhitespace.find(line[10]) != std::string_view::npos);
+        (line.size() == 10 || std::isspace(static_cast<unsigned char>(line[10])) != 0);
     if (!well_formed) {
       return line_error(source, line_number,
                         "expected a date as YYYY-MM-DD, optionally followed by the holiday's "

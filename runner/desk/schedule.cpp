@@ -10,12 +10,14 @@
 #include "base/atomic_file.h"
 #include "base/unique_fd.h"
 #include "runner/desk/market_status.h"
+#include "runner/desk/journal_file.h"
 
 namespace deskd::desk {
 namespace {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
+using journal_file::quoted;
 using std::chrono::days;
 using std::chrono::sys_days;
 
@@ -30,8 +32,6 @@ constexpr std::size_t kMaximumStateBytes = 4096;
 // Beyond this unix_ms (year 2200) the file is taken as damaged; it also keeps the
 // conversion to nanoseconds far from overflow.
 constexpr std::int64_t kLatestUnixMs = 7'258'118'400'000;
-
-std::string quoted(const fs::path& path) { return "\"" + path.string() + "\""; }
 
 bool valid_time(const Schedule& schedule) {
   return schedule.hour >= 0 && schedule.hour <= 23 && schedule.minute >= 0 && schedule.minute <= 59 &&

@@ -41,7 +41,7 @@ std::string iso8601_utc(system_clock::time_point time) {
 }
 
 // Reads exactly `count` decimal digits at `position`; moves past them.
-std::optional<int> digits(std::string_view text, std::size_t& position, std::size_t count) {
+std::optional<int> read_digits(std::string_view text, std::size_t& position, std::size_t count) {
   if (position + count > text.size()) return std::nullopt;
   int value = 0;
   for (std::size_t index = position; index < position + count; ++index) {
@@ -61,17 +61,17 @@ bool expect(std::string_view text, std::size_t& position, char wanted) {
 // Parses "YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z", the form iso8601_utc writes; nothing looser.
 std::optional<system_clock::time_point> parse_iso8601_utc(std::string_view text) {
   std::size_t position = 0;
-  const auto year_value = digits(text, position, 4);
+  const auto year_value = read_digits(text, position, 4);
   if (!year_value || !expect(text, position, '-')) return std::nullopt;
-  const auto month_value = digits(text, position, 2);
+  const auto month_value = read_digits(text, position, 2);
   if (!month_value || !expect(text, position, '-')) return std::nullopt;
-  const auto day_value = digits(text, position, 2);
+  const auto day_value = read_digits(text, position, 2);
   if (!day_value || !expect(text, position, 'T')) return std::nullopt;
-  const auto hour = digits(text, position, 2);
+  const auto hour = read_digits(text, position, 2);
   if (!hour || !expect(text, position, ':')) return std::nullopt;
-  const auto minute = digits(text, position, 2);
+  const auto minute = read_digits(text, position, 2);
   if (!minute || !expect(text, position, ':')) return std::nullopt;
-  const auto second = digits(text, position, 2);
+  const auto second = read_digits(text, position, 2);
   if (!second) return std::nullopt;
   long long fraction = 0;
   if (expect(text, position, '.')) {

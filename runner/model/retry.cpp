@@ -1,4 +1,5 @@
 #include "runner/model/retry.h"
+#include "base/ascii_text.h"
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -19,15 +20,12 @@ using std::chrono::milliseconds;
 
 namespace {
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
+// A header value's optional white space (RFC 9110, 5.6.3): spaces and tabs.
+constexpr std::string_view kOptionalWhiteSpace = " \t";
 
 // A non-negative decimal number filling all of `text`, e.g. "2", "1.5".
 std::optional<double> parse_number(std::string_view text) {
-  text = trim(text);
+  text = trim(text, kOptionalWhiteSpace);
   double number = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
   if (error != std::errc() || end != text.data() + text.size() || !(number >= 0) || !std::isfinite(number)) {
@@ -42,7 +40,7 @@ milliseconds from_milliseconds(double count) { return milliseconds(static_cast<s
 // An HTTP date (IMF-fixdate, "Wed, 21 Oct 2015 07:28:00 GMT"), the only form servers send
 // today; the obsolete RFC 850 and asctime forms are not read.
 std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string_view text) {
-  const std::string copy(trim(text));
+  const std::string copy(trim(text, kOptionalWhiteSpace));
   std::tm parts{};
   const char* end = strptime(copy.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &parts);
   if (end == nullptr || *end != '\0') return std::nullopt;

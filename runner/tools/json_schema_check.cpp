@@ -15,7 +15,7 @@ namespace {
 namespace json = boost::json;
 
 // A client's key or value in a message, kept short (it is valid UTF-8: it was parsed).
-std::string shown(std::string_view text) {
+std::string shortened(std::string_view text) {
   const std::string_view prefix = utf8_prefix(text, 60);
   return std::string(prefix) + (prefix.size() < text.size() ? "..." : "");
 }
@@ -24,7 +24,7 @@ std::string shown(std::string_view text) {
 std::string where(const std::string& path) { return path.empty() ? "the arguments" : path; }
 
 std::string child(const std::string& path, std::string_view key) {
-  return path.empty() ? "'" + shown(key) + "'" : path + "." + shown(key);
+  return path.empty() ? "'" + shortened(key) + "'" : path + "." + shortened(key);
 }
 
 bool is_whole(const json::value& value) {

@@ -20,10 +20,6 @@ namespace deskd::tools {
 
 namespace {
 
-Error refused(std::string what) { return Error::make(ErrorCode::refused, std::move(what)); }
-
-
-
 }  // namespace
 
 Result<std::string> file_base(const std::filesystem::path& path, const policy::FileSystemCalls& calls) {
@@ -36,13 +32,13 @@ Result<std::string> file_base(const std::filesystem::path& path, const policy::F
     return Error::from_errno(errno, policy::printable_path(path.native()) + " cannot be examined");
   }
   if (!S_ISREG(named.st_mode)) {
-    return refused(policy::printable_path(path.native()) + " is not a regular file; only a regular file can be changed by a proposal.");
+    return Error::refusal(policy::printable_path(path.native()) + " is not a regular file; only a regular file can be changed by a proposal.");
   }
   DESKD_ASSIGN_OR_RETURN(UniqueFd fd, policy::SafeFile::open_for_reading(path, calls));
   struct stat status {};
   if (::fstat(fd.get(), &status) != 0) return Error::from_errno(errno, "fstat " + policy::printable_path(path.native()));
   if (status.st_dev != named.st_dev || status.st_ino != named.st_ino) {
-    return refused(policy::printable_path(path.native()) + " was replaced while it was being read; try again.");
+    return Error::refusal(policy::printable_path(path.native()) + " was replaced while it was being read; try again.");
   }
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
@@ -61,28 +57,27 @@ Result<std::string> file_base(const std::filesystem::path& path, const policy::F
   return "sha256:" + hex_encode(std::span<const unsigned char>(digest, size));
 }
 
-
 Result<Proposal> accept_proposal(ProposalStore& store, const policy::PathPolicy& policy, std::string_view id) {
   DESKD_ASSIGN_OR_RETURN(Proposal proposal, store.get(id));
   if (proposal.status != "open") {
-    return refused("Proposal " + proposal.id + " is already " + proposal.status + ".");
+    return Error::refusal("Proposal " + proposal.id + " is already " + proposal.status + ".");
   }
   const std::string shown = policy::printable_path(proposal.path);
   auto allowed = policy.readable(proposal.path);
   if (!allowed.ok()) {
-    return refused("Proposal " + proposal.id + " cannot be accepted: " + allowed.error().what);
+    return Error::refusal("Proposal " + proposal.id + " cannot be accepted: " + allowed.error().what);
   }
   if (allowed->native() != proposal.path) {
-    return refused("Proposal " + proposal.id + " cannot be accepted: " + shown + " now resolves to " +
+    return Error::refusal("Proposal " + proposal.id + " cannot be accepted: " + shown + " now resolves to " +
                    policy::printable_path(allowed->native()) + ".");
   }
   // A proposal stored by an older deskd (or written into the store by hand) may name any
   // path: the place is checked again here, not only when the desk proposed it.
   if (auto place = check_proposal_place(*allowed, policy.desk_directory(), store.proposable_paths(), shown); !place.ok()) {
-    return refused("Proposal " + proposal.id + " cannot be accepted: " + place.error().what);
+    return Error::refusal("Proposal " + proposal.id + " cannot be accepted: " + place.error().what);
   }
   if (proposal.base.empty()) {
-    return refused("Proposal " + proposal.id +
+    return Error::refusal("Proposal " + proposal.id +
                    " was made by an older deskd that did not record the file it was made against; ask the desk "
                    "to propose it again.");
   }
@@ -96,7 +91,7 @@ Result<Proposal> accept_proposal(ProposalStore& store, const policy::PathPolicy&
     // write, the accept cannot either.
     DESKD_ASSIGN_OR_RETURN(const std::string now, file_base(target));
     if (now != base) {
-      return refused("Proposal " + proposal_id + " cannot be accepted: " + shown +
+      return Error::refusal("Proposal " + proposal_id + " cannot be accepted: " + shown +
                      (now == "absent" ? " was deleted" : " changed") +
                      " after the proposal was made. Nothing was written; reject it, or ask the desk to propose the "
                      "change again.");
@@ -117,7 +112,7 @@ Result<Proposal> accept_proposal(ProposalStore& store, const policy::PathPolicy&
 Result<Proposal> reject_proposal(ProposalStore& store, std::string_view id) {
   DESKD_ASSIGN_OR_RETURN(Proposal proposal, store.get(id));
   if (proposal.status != "open") {
-    return refused("Proposal " + proposal.id + " is already " + proposal.status + ".");
+    return Error::refusal("Proposal " + proposal.id + " is already " + proposal.status + ".");
   }
   DESKD_RETURN_IF_ERROR(store.set_status(proposal.id, "rejected"));
   proposal.status = "rejected";

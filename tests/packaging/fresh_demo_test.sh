@@ -40,11 +40,15 @@ enabled_before="$(inside systemctl list-unit-files --state=enabled --no-legend -
 step "scripts/demo"
 started=$SECONDS
 status=0
-output="$(inside sh -c 'cd /root/deskd && scripts/demo' 2>&1)" || status=$?
+# Each line with the second it came at (pipefail keeps the demo's status).
+timed="$(inside sh -c 'cd /root/deskd && scripts/demo' 2>&1 |
+  while IFS= read -r line; do printf '%s %s\n' "$((SECONDS - started))" "$line"; done)" || status=$?
 seconds=$((SECONDS - started))
+output="$(cut -d' ' -f2- <<<"$timed")"
 lines=$(wc -l <<<"$output")
 echo "$output" | tail -n 5
-echo "fresh_demo_test: the demo took ${seconds} s and printed $lines lines"
+echo "fresh_demo_test: the demo took ${seconds} s and printed $lines lines; its steps began at:"
+grep -E '^[0-9]+ (setup|demo):' <<<"$timed" | sed -E 's/^([0-9]+) /  \1 s  /'
 [ "$status" -eq 0 ] || fail "scripts/demo exited with $status"
 grep -q '^demo: done$' <<<"$output" || fail "the demo did not end with 'demo: done'"
 [ "$lines" -le 120 ] || fail "the demo printed $lines lines (at most 120)"
