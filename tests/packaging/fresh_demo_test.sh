@@ -48,7 +48,7 @@ output="$(cut -d' ' -f2- <<<"$timed")"
 lines=$(wc -l <<<"$output")
 echo "$output" | tail -n 5
 echo "fresh_demo_test: the demo took ${seconds} s and printed $lines lines; its steps began at:"
-grep -E '^[0-9]+ (setup|demo):' <<<"$timed" | sed -E 's/^([0-9]+) /  \1 s  /'
+grep -E '^[0-9]+ (setup[ :]|demo:|== The config)' <<<"$timed" | sed -E 's/^([0-9]+) /  \1 s  /'
 [ "$status" -eq 0 ] || fail "scripts/demo exited with $status"
 grep -q '^demo: done$' <<<"$output" || fail "the demo did not end with 'demo: done'"
 [ "$lines" -le 120 ] || fail "the demo printed $lines lines (at most 120)"
