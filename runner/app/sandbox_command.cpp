@@ -110,6 +110,7 @@ int run_sandbox_command(std::span<const std::string_view> arguments, std::string
     if (!*taken) return usage_error("unknown option " + std::string(argument) + ".");
   }
   if (command.empty()) return usage_error("no command given; put it after --.");
+  if (auto checked = check_sandbox_options(options); !checked.ok()) return usage_error(checked.error().what);
 
   auto spec = build_sandbox_spec(options);
   if (!spec.ok()) return setup_error(spec.error().what);

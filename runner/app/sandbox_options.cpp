@@ -102,7 +102,18 @@ Result<sandbox::SandboxSpec> build_desk_sandbox_spec(const std::filesystem::path
   return spec;
 }
 
+Result<void> check_sandbox_options(const SandboxOptions& options) {
+  const sandbox::NetworkMode network = options.settings.network;
+  if (!options.settings.allowed_hosts.empty() && network != sandbox::NetworkMode::allowlist) {
+    const std::string named = network == sandbox::NetworkMode::host ? "--net host" : "no network (--net none)";
+    return usage("--allow limits a sandbox only under --net allowlist, and this one has " + named +
+                 ", so the list would be ignored; add --net allowlist to limit it to these hosts, or leave out --allow.");
+  }
+  return success();
+}
+
 Result<sandbox::SandboxSpec> build_sandbox_spec(const SandboxOptions& options) {
+  DESKD_RETURN_IF_ERROR(check_sandbox_options(options));
   std::error_code error;
   const auto folder = options.desk_directory ? *options.desk_directory : std::filesystem::current_path(error);
   sandbox::SandboxSettings settings = options.settings;

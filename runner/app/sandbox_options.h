@@ -41,8 +41,13 @@ Result<sandbox::SandboxSpec> build_desk_sandbox_spec(const std::filesystem::path
                                                      std::span<const std::filesystem::path> hidden_paths,
                                                      const sandbox::SandboxSettings& settings);
 
-/// The spec for these options: build_desk_sandbox_spec() for the desk folder given, or a
-/// sandbox of the current folder (nothing prepared there) when none was given.
+/// Refuses options that each parse but say nothing together: --allow without --net
+/// allowlist, whose list would be ignored (the config's 'allowed_hosts' rule).
+Result<void> check_sandbox_options(const SandboxOptions& options);
+
+/// The spec for these options (checked by check_sandbox_options()): build_desk_sandbox_spec()
+/// for the desk folder given, or a sandbox of the current folder (nothing prepared there)
+/// when none was given.
 Result<sandbox::SandboxSpec> build_sandbox_spec(const SandboxOptions& options);
 
 }  // namespace deskd::app

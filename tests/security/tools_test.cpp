@@ -83,6 +83,17 @@ TEST_P(ToolsTest, SetupFailureExits125WithTheReason) {
   EXPECT_GT(run.err.size(), std::string("deskd sandbox: \n").size());
 }
 
+// An --allow list the network would ignore is a usage mistake, told before anything starts:
+// a desk meant to reach two hosts must not run with the host's whole network, or none.
+TEST_P(ToolsTest, AnAllowListOutsideTheAllowlistNetworkIsAUsageError) {
+  for (const char* network : {"none", "host"}) {
+    const SandboxRun run = run_deskd(
+        daemon(), {"sandbox", "--desk", desk().directory(), "--net", network, "--allow", "example.com", "--", "/bin/true"});
+    EXPECT_EQ(run.exit_status, 2) << run.describe();
+    EXPECT_THAT(run.err, HasSubstr("--allow limits a sandbox only under --net allowlist")) << run.describe();
+  }
+}
+
 TEST_P(ToolsTest, PrintSeccompShowsTheProfile) {
   const SandboxRun run = run_deskd(daemon(), {"sandbox", "--print-seccomp"});
   EXPECT_EQ(run.exit_status, 0) << run.describe();

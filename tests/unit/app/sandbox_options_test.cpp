@@ -144,5 +144,24 @@ TEST(SandboxOptionsTest, TheAllowlistNetworkTakesItsHostsAndRefusesABadOne) {
   EXPECT_THAT(take_sandbox({"--allow", "*"}, options), HasSubstr("--allow: '*' is not a host pattern"));
 }
 
+TEST(SandboxOptionsTest, AnAllowListWithoutTheAllowlistNetworkIsRefusedNotIgnored) {
+  for (const char* network : {"none", "host"}) {
+    SandboxOptions options;
+    ASSERT_EQ(take_sandbox({"--net", network, "--allow", "api.example.com"}, options), "");
+    const auto checked = check_sandbox_options(options);
+    ASSERT_FALSE(checked.ok()) << network;
+    EXPECT_THAT(checked.error().what, HasSubstr("--allow limits a sandbox only under --net allowlist")) << network;
+    EXPECT_THAT(checked.error().what, HasSubstr("so the list would be ignored")) << network;
+    const auto spec = build_sandbox_spec(options);
+    ASSERT_FALSE(spec.ok()) << network;
+    EXPECT_EQ(spec.error().what, checked.error().what);
+  }
+  SandboxOptions options;
+  ASSERT_EQ(take_sandbox({"--allow", "api.example.com"}, options), "");
+  EXPECT_FALSE(check_sandbox_options(options).ok()) << "no --net is no network";
+  ASSERT_EQ(take_sandbox({"--net", "allowlist"}, options), "");
+  EXPECT_TRUE(check_sandbox_options(options).ok());
+}
+
 }  // namespace
 }  // namespace deskd::app
