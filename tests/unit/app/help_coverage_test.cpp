@@ -16,6 +16,7 @@
 #include "runner/app/command_options.h"
 #include "runner/app/deskd_command.h"
 #include "runner/app/sandbox_command.h"
+#include "runner/app/uid_registry.h"
 #include "runner/control/deskctl.h"
 
 namespace deskd::app {
@@ -128,6 +129,19 @@ TEST(HelpCoverageTest, DeskdSandboxHelpNamesEverySandboxOption) {
     EXPECT_TRUE(names_option(usage, name)) << name;
     EXPECT_TRUE(names_option(man, name)) << name;
   }
+}
+
+// The ad-hoc sandbox's uid is told in three texts beside the constant deskd uses; deskd(8)
+// once gave the desk uid range's start instead.
+TEST(HelpCoverageTest, TheAdHocUidDefaultIsTheOneDeskdUses) {
+  const std::string told = "default " + std::to_string(kAdHocDeskUid);
+  CLI::App scratch;
+  SandboxOptions options;
+  add_sandbox_options(scratch, options);
+  EXPECT_THAT(scratch.help(), ::testing::HasSubstr(told)) << "deskd run/shell/mcp --help";
+  EXPECT_THAT(sandbox_usage(), ::testing::HasSubstr(told)) << "deskd sandbox --help";
+  const auto sections = man_sections(plain_roff(read_text(DESKD_SOURCE_DIR "/packaging/man/deskd.8")));
+  EXPECT_THAT(man_text_for(sections, "sandbox"), ::testing::HasSubstr(told)) << "deskd(8)";
 }
 
 TEST(HelpCoverageTest, EveryDeskctlOptionIsInItsHelpAndInDeskctl1) {
