@@ -151,25 +151,40 @@ Result<std::unique_ptr<ControlServer>> ControlServer::open(asio::any_io_executor
     }
     ::unlink(path.c_str());  // left behind by a deskd that crashed
   }
+  // The socket is bound, listened on and given its group and mode under a name of its own
+  // beside the real one, and only then renamed into place: a client (or systemd) that
+  // connects the moment the file appears finds it listening, never refusing.
+  const std::filesystem::path staging =
+      path.parent_path() / ("." + path.filename().native() + "." + std::to_string(::getpid()));
+  if (staging.native().size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return Error::make(ErrorCode::invalid_argument, "The socket path " + path.native() + " is too long for a Unix socket.");
+  }
+  ::unlink(staging.c_str());  // left by a deskd of this pid that crashed
   auto state = std::make_shared<State>(executor, std::move(settings), service);
   boost::system::error_code asio_error;
   state->acceptor.open(stream_protocol(), asio_error);
   // The socket file is born 0600 (umask) and only then opened up to 0660: there is no
   // moment when it is wider than it will be.
   const mode_t old_umask = ::umask(0177);
-  if (!asio_error) state->acceptor.bind(stream_protocol::endpoint(path.native()), asio_error);
+  if (!asio_error) state->acceptor.bind(stream_protocol::endpoint(staging.native()), asio_error);
   ::umask(old_umask);
   if (asio_error) return Error::make(ErrorCode::system, "Binding the control socket " + path.native() + " failed: " + asio_error.message() + ".");
+  const auto placed = [&]() -> Result<void> {
+    state->acceptor.listen(asio::socket_base::max_listen_connections, asio_error);
+    if (asio_error) return Error::make(ErrorCode::system, "Listening on " + path.native() + " failed: " + asio_error.message() + ".");
+    if (state->settings.group && ::chown(staging.c_str(), static_cast<uid_t>(-1), *state->settings.group) != 0) {
+      return Error::from_errno(errno, "chown of the control socket " + path.native() + " to its group");
+    }
+    if (::chmod(staging.c_str(), 0660) != 0) return Error::from_errno(errno, "chmod 0660 of the control socket " + path.native());
+    if (::rename(staging.c_str(), path.c_str()) != 0) return Error::from_errno(errno, "putting the control socket in place at " + path.native());
+    return success();
+  }();
+  if (!placed.ok()) {
+    ::unlink(staging.c_str());
+    return placed.error();
+  }
   state->socket_created = true;
   auto server = std::unique_ptr<ControlServer>(new ControlServer(state));
-  // Listening before the chown and chmod: a client that connects the moment the file
-  // appears is queued rather than refused, and until the chmod only deskd's uid may connect.
-  state->acceptor.listen(asio::socket_base::max_listen_connections, asio_error);
-  if (asio_error) return Error::make(ErrorCode::system, "Listening on " + path.native() + " failed: " + asio_error.message() + ".");
-  if (state->settings.group && ::chown(path.c_str(), static_cast<uid_t>(-1), *state->settings.group) != 0) {
-    return Error::from_errno(errno, "chown of the control socket " + path.native() + " to its group");
-  }
-  if (::chmod(path.c_str(), 0660) != 0) return Error::from_errno(errno, "chmod 0660 of the control socket " + path.native());
   return server;
 }
 
