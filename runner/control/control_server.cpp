@@ -130,6 +130,47 @@ bool someone_still_listens(const std::filesystem::path& path) {
   return true;
 }
 
+Error another_deskd_listens(const std::filesystem::path& path) {
+  return Error::refusal("Another deskd is already listening on " + path.native() + ".");
+}
+
+// Opens `acceptor` on `path`, listening, with `group` and mode 0660, so that the file appears
+// only once it listens: a client (or systemd) that connects the moment it appears is never
+// refused. The socket is made under a name of its own beside `path` and linked into place;
+// link(), unlike rename(), fails when another deskd got there first. A path too long for the
+// staging name (the socket limit less ".<pid>." is left for it) is bound in place, where the
+// file appears a moment before the listen. The file is born 0600 (umask) and only then opened
+// up to 0660: there is no moment when it is wider than it will be.
+Result<void> bind_and_listen(stream_protocol::acceptor& acceptor, const std::filesystem::path& path,
+                             std::optional<gid_t> group) {
+  std::filesystem::path staging = path.parent_path() / ("." + path.filename().native() + "." + std::to_string(::getpid()));
+  if (staging.native().size() >= sizeof(sockaddr_un{}.sun_path)) staging = path;
+  if (staging != path) ::unlink(staging.c_str());  // left by a deskd of this pid that crashed
+  boost::system::error_code asio_error;
+  acceptor.open(stream_protocol(), asio_error);
+  const mode_t old_umask = ::umask(0177);
+  if (!asio_error) acceptor.bind(stream_protocol::endpoint(staging.native()), asio_error);
+  ::umask(old_umask);
+  if (asio_error) return Error::make(ErrorCode::system, "Binding the control socket " + path.native() + " failed: " + asio_error.message() + ".");
+  const auto placed = [&]() -> Result<void> {
+    acceptor.listen(asio::socket_base::max_listen_connections, asio_error);
+    if (asio_error) return Error::make(ErrorCode::system, "Listening on " + path.native() + " failed: " + asio_error.message() + ".");
+    if (group && ::chown(staging.c_str(), static_cast<uid_t>(-1), *group) != 0) {
+      return Error::from_errno(errno, "chown of the control socket " + path.native() + " to its group");
+    }
+    if (::chmod(staging.c_str(), 0660) != 0) return Error::from_errno(errno, "chmod 0660 of the control socket " + path.native());
+    if (staging == path) return success();
+    if (::link(staging.c_str(), path.c_str()) != 0) {
+      if (errno == EEXIST) return another_deskd_listens(path);
+      return Error::from_errno(errno, "putting the control socket in place at " + path.native());
+    }
+    return success();
+  }();
+  // The staging name goes; so does a socket made in place that failed.
+  if (staging != path || !placed.ok()) ::unlink(staging.c_str());
+  return placed;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ControlServer>> ControlServer::open(asio::any_io_executor executor,
@@ -146,43 +187,11 @@ Result<std::unique_ptr<ControlServer>> ControlServer::open(asio::any_io_executor
     if (!S_ISSOCK(existing.st_mode)) {
       return Error::make(ErrorCode::refused, path.native() + " exists and is not a socket; deskd will not replace it.");
     }
-    if (someone_still_listens(path)) {
-      return Error::make(ErrorCode::refused, "Another deskd is already listening on " + path.native() + ".");
-    }
+    if (someone_still_listens(path)) return another_deskd_listens(path);
     ::unlink(path.c_str());  // left behind by a deskd that crashed
   }
-  // The socket is bound, listened on and given its group and mode under a name of its own
-  // beside the real one, and only then renamed into place: a client (or systemd) that
-  // connects the moment the file appears finds it listening, never refusing.
-  const std::filesystem::path staging =
-      path.parent_path() / ("." + path.filename().native() + "." + std::to_string(::getpid()));
-  if (staging.native().size() >= sizeof(sockaddr_un{}.sun_path)) {
-    return Error::make(ErrorCode::invalid_argument, "The socket path " + path.native() + " is too long for a Unix socket.");
-  }
-  ::unlink(staging.c_str());  // left by a deskd of this pid that crashed
   auto state = std::make_shared<State>(executor, std::move(settings), service);
-  boost::system::error_code asio_error;
-  state->acceptor.open(stream_protocol(), asio_error);
-  // The socket file is born 0600 (umask) and only then opened up to 0660: there is no
-  // moment when it is wider than it will be.
-  const mode_t old_umask = ::umask(0177);
-  if (!asio_error) state->acceptor.bind(stream_protocol::endpoint(staging.native()), asio_error);
-  ::umask(old_umask);
-  if (asio_error) return Error::make(ErrorCode::system, "Binding the control socket " + path.native() + " failed: " + asio_error.message() + ".");
-  const auto placed = [&]() -> Result<void> {
-    state->acceptor.listen(asio::socket_base::max_listen_connections, asio_error);
-    if (asio_error) return Error::make(ErrorCode::system, "Listening on " + path.native() + " failed: " + asio_error.message() + ".");
-    if (state->settings.group && ::chown(staging.c_str(), static_cast<uid_t>(-1), *state->settings.group) != 0) {
-      return Error::from_errno(errno, "chown of the control socket " + path.native() + " to its group");
-    }
-    if (::chmod(staging.c_str(), 0660) != 0) return Error::from_errno(errno, "chmod 0660 of the control socket " + path.native());
-    if (::rename(staging.c_str(), path.c_str()) != 0) return Error::from_errno(errno, "putting the control socket in place at " + path.native());
-    return success();
-  }();
-  if (!placed.ok()) {
-    ::unlink(staging.c_str());
-    return placed.error();
-  }
+  DESKD_RETURN_IF_ERROR(bind_and_listen(state->acceptor, path, state->settings.group));
   state->socket_created = true;
   auto server = std::unique_ptr<ControlServer>(new ControlServer(state));
   return server;
