@@ -1,6 +1,7 @@
 #pragma once
-// ASCII case and blank tests, and trimming, for protocol text (header names, host names, an API's error
-// words): the C locale's, whatever the process locale is. Declared once for the tree.
+// ASCII case and blank tests, and trimming, for protocol text (header names, host names, an
+// API's error words): the C locale's, whatever the process locale is. Declared once for the
+// tree.
 
 #include <algorithm>
 #include <cctype>

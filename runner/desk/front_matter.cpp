@@ -1,8 +1,9 @@
 #include "runner/desk/front_matter.h"
-#include "base/ascii_text.h"
 
 #include <algorithm>
 #include <vector>
+
+#include "base/ascii_text.h"
 
 namespace deskd::desk {
 namespace {

@@ -4,8 +4,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "policy/path_resolution.h"
 #include "base/ascii_text.h"
+#include "policy/path_resolution.h"
 
 namespace deskd::desk {
 namespace {

@@ -1,5 +1,4 @@
 #include "runner/model/retry.h"
-#include "base/ascii_text.h"
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -13,6 +12,8 @@
 #include <ctime>
 #include <cstdio>
 #include <random>
+
+#include "base/ascii_text.h"
 
 namespace deskd::model {
 namespace asio = boost::asio;
