@@ -14,6 +14,7 @@
 #include "runner/desk/journal.h"
 #include "runner/desk/journal_tail.h"
 #include "runner/desk/session_keeper.h"
+#include "runner/desk/trigger.h"
 #include "runner/model/model_turn_runner.h"
 #include "runner/model/script_provider.h"
 #include "runner/tools/proposal_store.h"
@@ -143,6 +144,10 @@ int run_turn(RunRequest& request) {
   auto main = [&]() -> asio::awaitable<int> {
     asio::co_spawn(io, desk.run(), asio::bind_cancellation_slot(stop.slot(), asio::detached));
     desk::Trigger trigger;
+    // Named here so that the loop below waits for this message's turn: triggers that a
+    // killed deskd left unfinished are re-delivered first, and their ends are not ours.
+    trigger.id = desk::make_trigger_id();
+    const std::string our_trigger = trigger.id;
     trigger.desk = desk_name;
     trigger.text = message;
     trigger.sender = "the command line";
@@ -156,9 +161,13 @@ int run_turn(RunRequest& request) {
       auto event = co_await events->next();
       if (!event) break;
       print(*event);
-      if (event->kind == desk::event_kind::kTurnFinished) status = 0;
-      if (event->kind == desk::event_kind::kTurnFinished || event->kind == desk::event_kind::kTurnFailed ||
-          event->kind == desk::event_kind::kTurnStopped) {
+      const json::value* for_trigger = event->data.if_contains("trigger");
+      const bool ours = for_trigger != nullptr && for_trigger->is_string() && for_trigger->as_string() == our_trigger;
+      // A failed day rollover is reported as TURN_FAILED, yet the turn itself still runs.
+      const bool turn_ended = event->kind == desk::event_kind::kTurnFinished || event->kind == desk::event_kind::kTurnStopped ||
+                              (event->kind == desk::event_kind::kTurnFailed && !event->data.contains("rollover"));
+      if (ours && turn_ended) {
+        if (event->kind == desk::event_kind::kTurnFinished) status = 0;
         stop.emit(asio::cancellation_type::terminal);
       }
       if (event->kind == desk::event_kind::kDeskStopped) break;

@@ -64,8 +64,9 @@ TEST(RunE2eTest, AKilledDeskdRedeliversTheTriggerItWasWorkingOn) {
   const auto quick = write_script(desk.root(), R"({"text": "redelivered and done"})" "\n" R"({"text": "second done"})" "\n");
   DeskdProcess again(run_arguments(desk, quick, "second message"));
   const std::string output = again.read_rest();
-  again.wait();
-  // Two turns ran: the re-delivered first message, then the new one.
+  // Two turns ran: the re-delivered first message, then the new one, and deskd run waited
+  // for the end of its own message's turn, not the first turn's.
+  EXPECT_EQ(again.wait(), 0) << output << again.error_output();
   EXPECT_THAT(output, HasSubstr("turn finished: redelivered and done")) << output << again.error_output();
   EXPECT_THAT(output, HasSubstr("turn finished: second done")) << output;
 }
