@@ -34,9 +34,9 @@
 
 #include "base/clock.h"
 #include "runner/desk/desk_runtime.h"
-#include "runner/desk/event_bus.h"
-#include "runner/desk/trigger.h"
 #include "runner/desk/turn_runner.h"
+#include "runner/events/event_bus.h"
+#include "runner/events/trigger.h"
 
 namespace {
 

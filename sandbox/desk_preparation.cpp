@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "base/unique_fd.h"
+#include "policy/confinement.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -113,6 +114,15 @@ Result<void> prepare_desk_for_sandbox(const SandboxSpec& spec) {
     DESKD_RETURN_IF_ERROR(hand_over_place(desk_fd.get(), place, owner));
   }
   return success();
+}
+
+Result<SandboxSpec> build_desk_sandbox_spec(const std::filesystem::path& desk_directory,
+                                            std::span<const std::filesystem::path> hidden_paths,
+                                            const SandboxSettings& settings) {
+  DESKD_ASSIGN_OR_RETURN(auto confinement, policy::Confinement::create(desk_directory, hidden_paths));
+  DESKD_ASSIGN_OR_RETURN(auto spec, build_sandbox_spec(confinement, settings));
+  DESKD_RETURN_IF_ERROR(prepare_desk_for_sandbox(spec));
+  return spec;
 }
 
 }  // namespace deskd::sandbox

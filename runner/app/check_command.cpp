@@ -7,8 +7,8 @@
 #include <string>
 
 #include "base/command_line.h"
-#include "runner/app/config.h"
 #include "runner/app/deskd_command.h"
+#include "runner/config/config.h"
 
 namespace deskd::app {
 namespace {

@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "base/command_line.h"
-#include "runner/app/config.h"
-#include "runner/app/deskd_command.h"
 #include "runner/app/desk_id_range_check.h"
-#include "runner/app/desk_ids.h"
-#include "sandbox/host_support.h"
+#include "runner/app/deskd_command.h"
+#include "runner/config/config.h"
+#include "runner/daemon/desk_ids.h"
 #include "sandbox/cgroup_limits.h"
+#include "sandbox/host_support.h"
 #include "sandbox/launch_trial.h"
 #include "sandbox/own_user_namespace.h"
 #include "sandbox/supplementary_groups.h"

@@ -13,7 +13,7 @@
 #include "base/command_line.h"
 #include "runner/app/command_options.h"
 #include "runner/app/desk_tool_options.h"
-#include "runner/tools/mcp_server.h"
+#include "runner/mcp/mcp_server.h"
 
 #ifndef DESKD_VERSION
 #define DESKD_VERSION "0"

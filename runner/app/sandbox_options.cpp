@@ -2,12 +2,11 @@
 
 #include <unistd.h>
 
-#include "runner/app/uid_registry.h"
-
 #include "policy/confinement.h"
 #include "policy/egress_allowlist.h"
 #include "runner/app/cli_values.h"
 #include "sandbox/desk_preparation.h"
+#include "sandbox/uid_registry.h"
 
 namespace deskd::app {
 
@@ -93,15 +92,6 @@ Result<bool> take_sandbox_option(std::span<const std::string_view> arguments, st
   return true;
 }
 
-Result<sandbox::SandboxSpec> build_desk_sandbox_spec(const std::filesystem::path& desk_directory,
-                                                     std::span<const std::filesystem::path> hidden_paths,
-                                                     const sandbox::SandboxSettings& settings) {
-  DESKD_ASSIGN_OR_RETURN(auto confinement, policy::Confinement::create(desk_directory, hidden_paths));
-  DESKD_ASSIGN_OR_RETURN(auto spec, sandbox::build_sandbox_spec(confinement, settings));
-  DESKD_RETURN_IF_ERROR(sandbox::prepare_desk_for_sandbox(spec));
-  return spec;
-}
-
 Result<void> check_sandbox_options(const SandboxOptions& options) {
   const sandbox::NetworkMode network = options.settings.network;
   if (!options.settings.allowed_hosts.empty() && network != sandbox::NetworkMode::allowlist) {
@@ -121,13 +111,13 @@ Result<sandbox::SandboxSpec> build_sandbox_spec(const SandboxOptions& options) {
     // A root ad-hoc command never runs as a served desk's uid, nor on a served desk's
     // folder: it would hand that desk's places to another uid (or its own to the desk).
     const auto resolved = std::filesystem::weakly_canonical(folder, error);
-    DESKD_RETURN_IF_ERROR(refuse_served_desk_folder(error ? folder : resolved));
+    DESKD_RETURN_IF_ERROR(sandbox::refuse_served_desk_folder(error ? folder : resolved));
     if (!settings.uid && !settings.gid) {
-      settings.uid = kAdHocDeskUid;
-      settings.gid = kAdHocDeskUid;
+      settings.uid = sandbox::kAdHocDeskUid;
+      settings.gid = sandbox::kAdHocDeskUid;
     }
   }
-  if (options.desk_directory) return build_desk_sandbox_spec(folder, options.hidden_paths, settings);
+  if (options.desk_directory) return sandbox::build_desk_sandbox_spec(folder, options.hidden_paths, settings);
   DESKD_ASSIGN_OR_RETURN(auto confinement, policy::Confinement::create(folder, options.hidden_paths));
   return sandbox::build_sandbox_spec(confinement, settings);
 }

@@ -33,19 +33,11 @@ extern const char* const kSandboxOptionsHelp;
 Result<bool> take_sandbox_option(std::span<const std::string_view> arguments, std::size_t& index,
                                  SandboxOptions& options);
 
-/// The one way a desk's sandbox is made, for `deskd serve` and for the commands alike: the
-/// confinement of `desk_directory` with `hidden_paths`, then `settings`; the desk's missing
-/// writable places are created and, under a root deskd, given to the desk's uid. Refuses
-/// what the confinement, the builder or the preparation refuse.
-Result<sandbox::SandboxSpec> build_desk_sandbox_spec(const std::filesystem::path& desk_directory,
-                                                     std::span<const std::filesystem::path> hidden_paths,
-                                                     const sandbox::SandboxSettings& settings);
-
 /// Refuses options that each parse but say nothing together: --allow without --net
 /// allowlist, whose list would be ignored (the config's 'allowed_hosts' rule).
 Result<void> check_sandbox_options(const SandboxOptions& options);
 
-/// The spec for these options (checked by check_sandbox_options()): build_desk_sandbox_spec()
+/// The spec for these options (checked by check_sandbox_options()): sandbox::build_desk_sandbox_spec()
 /// for the desk folder given, or a sandbox of the current folder (nothing prepared there)
 /// when none was given.
 Result<sandbox::SandboxSpec> build_sandbox_spec(const SandboxOptions& options);

@@ -16,12 +16,12 @@
 #include <cstring>
 
 #include "base/command_line.h"
-#include "runner/app/config.h"
-#include "runner/app/daemon.h"
-#include "runner/app/deskd_log.h"
-#include "runner/app/state_folder_check.h"
+#include "runner/config/config.h"
+#include "runner/config/state_folder_check.h"
 #include "runner/control/control_server.h"
-#include "runner/desk/event_kinds.h"
+#include "runner/daemon/daemon.h"
+#include "runner/daemon/deskd_log.h"
+#include "runner/events/event_kinds.h"
 #include "sandbox/own_user_namespace.h"
 #include "sandbox/supplementary_groups.h"
 

@@ -11,10 +11,10 @@
 
 #include "runner/app/command_options.h"
 #include "runner/app/desk_tool_options.h"
+#include "runner/mcp/line_stream.h"
+#include "runner/mcp/mcp_server.h"
 #include "runner/tools/bash_session.h"
 #include "runner/tools/json_text.h"
-#include "runner/tools/line_stream.h"
-#include "runner/tools/mcp_server.h"
 
 namespace deskd::app {
 namespace {

@@ -21,7 +21,7 @@
 #include "runner/control/event_history.h"
 #include "runner/control/log_limiter.h"
 #include "runner/control/memory_release.h"
-#include "runner/desk/event_bus.h"
+#include "runner/events/event_bus.h"
 
 namespace deskd::control {
 

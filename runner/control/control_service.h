@@ -16,7 +16,7 @@
 #include "runner/control/control_values.h"
 #include "runner/control/event_history.h"
 #include "runner/desk/desk_runtime.h"
-#include "runner/desk/event_bus.h"
+#include "runner/events/event_bus.h"
 #include "runner/tools/proposal_store.h"
 
 namespace deskd::control {

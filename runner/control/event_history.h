@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/desk/event.h"
+#include "runner/events/event.h"
 
 namespace deskd::control {
 

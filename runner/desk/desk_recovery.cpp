@@ -7,7 +7,7 @@
 #include <boost/json.hpp>
 
 #include "runner/desk/desk_core.h"
-#include "runner/desk/journal.h"
+#include "runner/journal/journal.h"
 
 namespace deskd::desk {
 

@@ -8,11 +8,11 @@
 #include <future>
 
 #include "runner/desk/desk_core.h"
-#include "runner/desk/india_time.h"
-#include "runner/desk/journal.h"
 #include "runner/desk/market_status.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/subagent_board.h"
+#include "runner/events/india_time.h"
+#include "runner/journal/journal.h"
 #include "runner/tools/tool_registry.h"
 
 namespace deskd::desk {

@@ -22,10 +22,10 @@
 
 #include "base/clock.h"
 #include "base/result.h"
-#include "runner/desk/event_bus.h"
 #include "runner/desk/steering_inbox.h"
-#include "runner/desk/trigger.h"
 #include "runner/desk/turn_runner.h"
+#include "runner/events/event_bus.h"
+#include "runner/events/trigger.h"
 
 namespace deskd::tools {
 class ToolRegistry;

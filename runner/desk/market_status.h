@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "base/result.h"
-#include "runner/desk/india_time.h"
+#include "runner/events/india_time.h"
 
 namespace deskd::desk {
 

@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "runner/desk/desk_core.h"
-#include "runner/desk/event_text.h"
-#include "runner/desk/journal.h"
-#include "runner/desk/journal_tail.h"
 #include "runner/desk/subagent_board.h"
+#include "runner/events/event_text.h"
+#include "runner/journal/journal.h"
+#include "runner/journal/journal_tail.h"
 
 namespace deskd::desk {
 

@@ -10,7 +10,7 @@
 #include "base/atomic_file.h"
 #include "base/unique_fd.h"
 #include "runner/desk/market_status.h"
-#include "runner/desk/journal_file.h"
+#include "runner/journal/journal_file.h"
 
 namespace deskd::desk {
 namespace {

@@ -22,8 +22,8 @@
 
 #include "base/clock.h"
 #include "base/result.h"
-#include "runner/desk/india_time.h"
-#include "runner/desk/trigger.h"
+#include "runner/events/india_time.h"
+#include "runner/events/trigger.h"
 
 namespace deskd::desk {
 
@@ -31,7 +31,7 @@ class EventBus;
 class MarketStatus;
 
 // Its events: SCHEDULE_MISSED, and SCHEDULE_STATE_NOT_SAVED once per run of failures to
-// save checked_until, with {"reason", "state_file"} (runner/desk/event_kinds.h).
+// save checked_until, with {"reason", "state_file"} (runner/events/event_kinds.h).
 
 struct Schedule {
   std::string name;

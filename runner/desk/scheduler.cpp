@@ -7,9 +7,9 @@
 #include <algorithm>
 
 #include "base/asio_await.h"
-#include "runner/desk/event_bus.h"
-#include "runner/desk/journal_tail.h"
 #include "runner/desk/schedule.h"
+#include "runner/events/event_bus.h"
+#include "runner/journal/journal_tail.h"
 
 namespace deskd::desk {
 namespace {

@@ -8,10 +8,10 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
-#include "runner/desk/file_saver.h"
 #include "base/random_id.h"
 #include "base/unique_fd.h"
-#include "runner/desk/india_time.h"
+#include "runner/desk/file_saver.h"
+#include "runner/events/india_time.h"
 
 namespace deskd::desk {
 namespace json = boost::json;

@@ -5,10 +5,10 @@
 #include <optional>
 #include <tuple>
 
+#include "base/utf8_text.h"
 #include "policy/path_resolution.h"
 #include "policy/safe_file.h"
 #include "runner/desk/front_matter.h"
-#include "runner/tools/utf8_text.h"
 
 namespace deskd::desk {
 namespace {
@@ -152,7 +152,7 @@ SkillLibrary SkillLibrary::scan_folder(const fs::path& skills_folder_given,
       problem(file, 0, "it is larger than 256 KiB.");
       continue;
     }
-    if (!tools::is_valid_utf8(contents->bytes)) {
+    if (!is_valid_utf8(contents->bytes)) {
       problem(file, 0, "it is not UTF-8 text.");
       continue;
     }

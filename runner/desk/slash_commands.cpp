@@ -9,10 +9,10 @@
 #include <boost/json.hpp>
 
 #include "runner/desk/desk_core.h"
-#include "runner/desk/india_time.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/skill_library.h"
 #include "runner/desk/usage_tracker.h"
+#include "runner/events/india_time.h"
 
 namespace deskd::desk {
 

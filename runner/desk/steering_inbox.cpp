@@ -2,7 +2,7 @@
 
 #include <boost/json.hpp>
 
-#include "runner/desk/event_kinds.h"
+#include "runner/events/event_kinds.h"
 
 namespace deskd::desk {
 namespace {

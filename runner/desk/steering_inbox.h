@@ -10,7 +10,7 @@
 #include <mutex>
 #include <vector>
 
-#include "runner/desk/trigger.h"
+#include "runner/events/trigger.h"
 
 namespace deskd::desk {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "runner/desk/session.h"
-#include "runner/desk/trigger.h"
+#include "runner/events/trigger.h"
 
 namespace deskd::desk {
 

@@ -14,7 +14,7 @@
 
 #include "base/clock.h"
 #include "base/result.h"
-#include "runner/desk/india_time.h"
+#include "runner/events/india_time.h"
 
 namespace deskd::desk {
 

@@ -8,9 +8,9 @@
 #include <optional>
 
 #include "base/exception_text.h"
-#include "runner/desk/event.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/usage_tracker.h"
+#include "runner/events/event.h"
 #include "runner/model/tool_round.h"
 #include "runner/tools/tool_registry.h"
 

@@ -16,7 +16,7 @@
 #include <memory>
 
 #include "base/result.h"
-#include "runner/model/http_client.h"
+#include "runner/http/http_client.h"
 #include "runner/model/model_provider.h"
 #include "runner/model/provider_settings.h"
 #include "runner/model/streamed_call.h"

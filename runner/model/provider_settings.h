@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "runner/model/http_client.h"
+#include "runner/http/http_client.h"
 
 namespace deskd::model {
 

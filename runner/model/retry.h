@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-#include "runner/model/http_client.h"
+#include "runner/http/http_client.h"
 #include "runner/model/model_provider.h"
 #include "runner/model/provider_settings.h"
 

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "base/exception_text.h"
-#include "runner/desk/event.h"
+#include "runner/events/event.h"
 #include "runner/model/context_budget.h"
 #include "runner/model/model_turn_runner.h"
 

@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "base/ascii_text.h"
-#include "runner/model/http_connection.h"
+#include "runner/http/http_connection.h"
 
 namespace deskd::model {
 namespace asio = boost::asio;

@@ -11,10 +11,10 @@
 #include <string>
 #include <string_view>
 
-#include "runner/model/http_client.h"
+#include "runner/http/http_client.h"
+#include "runner/http/server_sent_events.h"
 #include "runner/model/model_provider.h"
 #include "runner/model/retry.h"
-#include "runner/model/server_sent_events.h"
 
 namespace deskd::model {
 

@@ -4,8 +4,8 @@
 #include <boost/json.hpp>
 
 #include "base/exception_text.h"
-#include "runner/desk/event_kinds.h"
 #include "runner/desk/subagent_board.h"
+#include "runner/events/event_kinds.h"
 #include "runner/model/model_turn_runner.h"
 #include "runner/tools/tool_input.h"
 #include "runner/tools/tool_registry.h"

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "runner/tools/utf8_text.h"
+#include "base/utf8_text.h"
 
 namespace deskd::tools {
 namespace {

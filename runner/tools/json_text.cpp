@@ -1,7 +1,7 @@
 #include "runner/tools/json_text.h"
 
+#include "base/utf8_text.h"
 #include "runner/tools/output_collector.h"
-#include "runner/tools/utf8_text.h"
 
 namespace deskd::tools {
 

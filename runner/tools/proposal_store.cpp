@@ -1,7 +1,10 @@
 #include "runner/tools/proposal_store.h"
 
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -10,11 +13,13 @@
 #include <cstdio>
 #include <tuple>
 
+#include "base/hex.h"
 #include "base/random_id.h"
+#include "base/unique_fd.h"
+#include "base/utf8_text.h"
 #include "policy/path_resolution.h"
 #include "policy/safe_file.h"
 #include "runner/tools/unified_diff.h"
-#include "runner/tools/utf8_text.h"
 
 namespace deskd::tools {
 namespace {
@@ -271,6 +276,41 @@ Result<void> ProposalStore::save(const Proposal& proposal) const {
     return Error::from_errno(errno, "Flushing the proposals folder " + folder_.native() + " failed");
   }
   return success();
+}
+
+Result<std::string> file_base(const std::filesystem::path& path, const policy::FileSystemCalls& calls) {
+  // What the path names is asked first, without following a link and without opening it:
+  // an open of a FIFO releases its writer, an open of a device can act. Only a regular
+  // file is opened, and only if the opened one is still that file.
+  struct stat named {};
+  if (calls.stat(AT_FDCWD, path.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return std::string("absent");
+    return Error::from_errno(errno, policy::printable_path(path.native()) + " cannot be examined");
+  }
+  if (!S_ISREG(named.st_mode)) {
+    return Error::refusal(policy::printable_path(path.native()) + " is not a regular file; only a regular file can be changed by a proposal.");
+  }
+  DESKD_ASSIGN_OR_RETURN(UniqueFd fd, policy::SafeFile::open_for_reading(path, calls));
+  struct stat status {};
+  if (::fstat(fd.get(), &status) != 0) return Error::from_errno(errno, "fstat " + policy::printable_path(path.native()));
+  if (status.st_dev != named.st_dev || status.st_ino != named.st_ino) {
+    return Error::refusal(policy::printable_path(path.native()) + " was replaced while it was being read; try again.");
+  }
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
+    return Error::make(ErrorCode::internal, "SHA-256 is not available from OpenSSL.");
+  }
+  char buffer[65536];
+  for (;;) {
+    const ssize_t count = retry_on_eintr([&] { return ::read(fd.get(), buffer, sizeof buffer); });
+    if (count < 0) return Error::from_errno(errno, "read " + policy::printable_path(path.native()));
+    if (count == 0) break;
+    EVP_DigestUpdate(context.get(), buffer, static_cast<std::size_t>(count));
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned size = 0;
+  EVP_DigestFinal_ex(context.get(), digest, &size);
+  return "sha256:" + hex_encode(std::span<const unsigned char>(digest, size));
 }
 
 }  // namespace deskd::tools

@@ -6,7 +6,7 @@
 #include "policy/safe_file.h"
 #include "runner/tools/file_tool_support.h"
 #include "runner/tools/file_tools.h"
-#include "runner/tools/proposal_decision.h"
+#include "runner/tools/proposal_store.h"
 #include "runner/tools/tool_input.h"
 #include "runner/tools/unified_diff.h"
 

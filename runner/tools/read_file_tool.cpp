@@ -9,11 +9,11 @@
 #include <cstring>
 #include <optional>
 
+#include "base/utf8_text.h"
 #include "policy/safe_file.h"
 #include "runner/tools/file_tool_support.h"
 #include "runner/tools/file_tools.h"
 #include "runner/tools/tool_input.h"
-#include "runner/tools/utf8_text.h"
 
 namespace deskd::tools {
 namespace {

@@ -5,11 +5,11 @@
 #include <boost/json/object.hpp>
 #include <cstring>
 
+#include "base/utf8_text.h"
 #include "policy/safe_file.h"
 #include "runner/tools/file_tool_support.h"
 #include "runner/tools/file_tools.h"
 #include "runner/tools/tool_input.h"
-#include "runner/tools/utf8_text.h"
 
 namespace deskd::tools {
 namespace {

@@ -24,7 +24,7 @@ enum class Daemon { root, unprivileged };
 /// The uid/gid the test drops to for the unprivileged daemon.
 inline constexpr uid_t kUnprivilegedUid = 4242;
 /// The host uid/gid a root daemon's sandboxed processes run as (`--uid`/`--gid` default:
-/// app::kAdHocDeskUid, the ad-hoc commands' uid, outside every served desk's range).
+/// sandbox::kAdHocDeskUid, the ad-hoc commands' uid, outside every served desk's range).
 inline constexpr uid_t kRootSandboxUid = 2147418112;
 
 /// "RootDaemon" or "UnprivilegedDaemon", the test-name suffix for a daemon parameter.

@@ -16,8 +16,8 @@
 #include "runner/app/command_options.h"
 #include "runner/app/deskd_command.h"
 #include "runner/app/sandbox_command.h"
-#include "runner/app/uid_registry.h"
-#include "runner/control/deskctl.h"
+#include "runner/deskctl/deskctl.h"
+#include "sandbox/uid_registry.h"
 
 namespace deskd::app {
 namespace {
@@ -134,7 +134,7 @@ TEST(HelpCoverageTest, DeskdSandboxHelpNamesEverySandboxOption) {
 // The ad-hoc sandbox's uid is told in three texts beside the constant deskd uses; deskd(8)
 // once gave the desk uid range's start instead.
 TEST(HelpCoverageTest, TheAdHocUidDefaultIsTheOneDeskdUses) {
-  const std::string told = "default " + std::to_string(kAdHocDeskUid);
+  const std::string told = "default " + std::to_string(sandbox::kAdHocDeskUid);
   CLI::App scratch;
   SandboxOptions options;
   add_sandbox_options(scratch, options);

@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "base/clock.h"
-#include "runner/control/control_client.h"
 #include "runner/control/control_protocol.h"
 #include "runner/control/control_server.h"
 #include "runner/control/control_service.h"
+#include "runner/deskctl/control_client.h"
 
 namespace deskd::control::test_support {
 

@@ -13,9 +13,9 @@
 #include <gtest/gtest.h>
 
 #include "runner/desk/desk_runtime.h"
-#include "runner/desk/journal.h"
+#include "runner/journal/journal.h"
 #include "unit/desk/desk_runtime_fixture.h"
-#include "unit/desk/file_size_limit.h"
+#include "unit/journal/file_size_limit.h"
 
 namespace deskd::desk {
 namespace {

@@ -11,10 +11,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "runner/desk/journal.h"
 #include "runner/desk/market_status.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/skill_library.h"
+#include "runner/journal/journal.h"
 #include "unit/desk/desk_runtime_fixture.h"
 
 namespace deskd::desk {

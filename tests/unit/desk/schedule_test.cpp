@@ -15,9 +15,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "runner/desk/event_bus.h"
-#include "runner/desk/journal.h"
 #include "runner/desk/market_status.h"
+#include "runner/events/event_bus.h"
+#include "runner/journal/journal.h"
 
 namespace deskd::desk {
 namespace {

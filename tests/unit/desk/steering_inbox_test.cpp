@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "base/clock.h"
-#include "runner/desk/event_bus.h"
+#include "runner/events/event_bus.h"
 
 namespace deskd::desk {
 namespace {

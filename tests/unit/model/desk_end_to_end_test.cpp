@@ -11,8 +11,8 @@
 
 #include "policy/confinement.h"
 #include "runner/desk/desk_runtime.h"
-#include "runner/desk/journal.h"
 #include "runner/desk/session_keeper.h"
+#include "runner/journal/journal.h"
 #include "runner/model/model_turn_runner.h"
 #include "runner/model/script_provider.h"
 #include "runner/tools/desk_tools.h"

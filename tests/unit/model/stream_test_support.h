@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "runner/http/server_sent_events.h"
 #include "runner/model/retry.h"
-#include "runner/model/server_sent_events.h"
 #include "runner/model/streamed_call.h"
 
 namespace boost::json {

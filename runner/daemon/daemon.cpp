@@ -1,0 +1,295 @@
+#include "runner/daemon/daemon.h"
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+
+#include <algorithm>
+
+#include "runner/daemon/daemon_slot.h"
+#include "runner/daemon/desk_assembly.h"
+#include "runner/daemon/proposal_decision.h"
+#include "runner/desk/desk_runtime.h"
+#include "runner/desk/schedule.h"
+#include "runner/desk/usage_tracker.h"
+#include "runner/events/india_time.h"
+#include "runner/journal/journal_tail.h"
+
+namespace deskd::app {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+
+namespace {
+
+Error unknown_desk(const std::string& name) { return Error::make(ErrorCode::not_found, "There is no desk '" + name + "'."); }
+
+}  // namespace
+
+Daemon::Daemon(asio::any_io_executor executor, Config config, const Clock& clock, DaemonLog log)
+    : executor_(std::move(executor)), config_(std::move(config)), clock_(clock), log_(std::move(log)), bus_(clock) {
+  bus_.add_sink([this](const desk::Event& event) {
+    history_.add(event);
+    journal_daemon_event(event);
+    track_waiting(event);
+  });
+  for (const auto& desk_config : config_.desks) {
+    auto slot = std::make_unique<Slot>();
+    slot->config = desk_config;
+    slots_.emplace(desk_config.name, std::move(slot));
+  }
+}
+
+Daemon::~Daemon() {
+  // An assembly still under way (the loop stopped without stop()) ends before its slot goes;
+  // the ones still waiting are not begun.
+  abandon_starting_ = true;
+  if (assembly_threads_) assembly_threads_->join();
+  // stop() has run (or the loop is gone): the desks' coroutines are over, so their parts can go.
+  // The quota mounts last, with time for the kernel to let go of the loop device once the
+  // desk's last sandbox (its file opener among them) is gone: deskd stops, nothing waits on it.
+  for (auto& [name, slot] : slots_) {
+    if (!slot->desk) continue;
+    sandbox::PlacesQuotaMounts quota_mounts = std::move(slot->desk->quota_mounts);
+    slot->desk.reset();
+    if (auto released = quota_mounts.release(std::chrono::seconds(2)); !released.ok()) {
+      log_.error("desk " + name + ": " + released.error().what, about_desk(name));
+    }
+  }
+}
+
+// The desks journal their own events; what is published about a desk outside its runtime
+// (schedules it missed, proposals decided, a desk that failed: the kinds the table says the
+// daemon journals) goes to the same journal here.
+void Daemon::journal_daemon_event(const desk::Event& event) {
+  if (desk::journaling_of(event.kind) != desk::Journaling::daemon) return;
+  const std::lock_guard lock(waiting_mutex_);  // a reload may change slots_
+  auto found = slots_.find(event.desk);
+  if (found == slots_.end()) return;
+  Slot& slot = *found->second;
+  if (slot.desk && slot.desk->journal) {
+    (void)slot.desk->journal->append(event);
+  } else if (slot.failure_journal) {
+    (void)slot.failure_journal->append(event);
+  }
+}
+
+void Daemon::track_waiting(const desk::Event& event) {
+  static constexpr std::string_view kTakenKinds[] = {
+      desk::event_kind::kTurnStarted,     desk::event_kind::kSteeringDelivered, desk::event_kind::kCommandAnswered,
+      desk::event_kind::kTriggerFinished, desk::event_kind::kTurnFailed,        desk::event_kind::kTurnStopped};
+  const bool stopped = event.kind == desk::event_kind::kDeskStopped;
+  bool taken = false;
+  for (std::string_view kind : kTakenKinds) taken = taken || kind == event.kind;
+  if (!taken && !stopped) return;
+  const std::lock_guard lock(waiting_mutex_);
+  auto found = slots_.find(event.desk);
+  if (found == slots_.end()) return;
+  Slot& slot = *found->second;
+  if (stopped) {
+    slot.waiting.clear();
+    slot.waiting_bytes = 0;
+    return;
+  }
+  const json::value* trigger = event.data.if_contains("trigger");
+  if (trigger == nullptr || !trigger->is_string()) return;
+  auto waiting = slot.waiting.find(std::string(trigger->get_string()));
+  if (waiting == slot.waiting.end()) return;
+  slot.waiting_bytes -= waiting->second;
+  slot.waiting.erase(waiting);
+}
+
+asio::awaitable<void> Daemon::stop(std::chrono::milliseconds grace) {
+  stopping_ = true;
+  abandon_starting_ = true;
+  asio::steady_timer timer(executor_);
+  // A reload under way finishes first (it starts nothing once deskd is stopping), and desks
+  // being assembled come back (kept stopped), so that the desks below are every desk there is.
+  while (reloading_ || starting_ > 0) {
+    timer.expires_after(std::chrono::milliseconds(10));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  std::vector<Slot*> every_slot;
+  for (auto& [name, slot] : slots_) every_slot.push_back(slot.get());
+  co_await stop_slots(every_slot, grace);
+}
+
+asio::awaitable<void> Daemon::stop_slots(std::vector<Slot*> slots, std::chrono::milliseconds grace) {
+  for (Slot* slot : slots) {
+    slot->stop_scheduler.emit(asio::cancellation_type::terminal);
+    if (slot->desk) slot->desk->runtime->drain();  // the grace is for running turns, not queued ones
+  }
+  asio::steady_timer timer(executor_);
+  const auto give_up = std::chrono::steady_clock::now() + grace;
+  const auto any_turn_running = [&] {
+    for (Slot* slot : slots) {
+      if (slot->desk && slot->desk->runtime->state() == desk::DeskState::running) return true;
+    }
+    return false;
+  };
+  if (any_turn_running()) log_.info("waiting up to " + std::to_string(grace.count()) + " ms for running turns");
+  while (any_turn_running() && std::chrono::steady_clock::now() < give_up) {
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  for (Slot* slot : slots) slot->stop_desk.emit(asio::cancellation_type::terminal);
+  // Each desk ends its turn, closes its bash and sandbox, and reports DESK_STOPPED.
+  const auto any_running = [&] {
+    for (Slot* slot : slots) {
+      if (slot->desk_running || slot->scheduler_running) return true;
+    }
+    return false;
+  };
+  while (any_running()) {
+    timer.expires_after(std::chrono::milliseconds(10));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+bool Daemon::has_desk(const std::string& name) const { return slots_.contains(name); }
+
+control::DeskSummary Daemon::desk_summary(const Slot& slot) const {
+  control::DeskSummary summary{slot.config.name, slot.config.mode, slot.config.directory.native(), "stopped", {}, {}};
+  if (slot.starting) summary.state = "starting";
+  if (!slot.desk) {
+    summary.error = slot.error;
+    return summary;
+  }
+  const desk::DeskRuntime& runtime = *slot.desk->runtime;
+  if (slot.desk_running) summary.state = std::string(desk::desk_state_name(runtime.state()));
+  control::DeskSummary::Running running{runtime.paused(), runtime.queued_count(), 0, slot.desk->model_description};
+  {
+    const std::lock_guard lock(waiting_mutex_);
+    running.waiting_bytes = slot.waiting_bytes;
+  }
+  summary.running = std::move(running);
+  return summary;
+}
+
+std::vector<control::DeskSummary> Daemon::desks() const {
+  std::vector<control::DeskSummary> list;
+  for (const auto& [name, slot] : slots_) list.push_back(desk_summary(*slot));
+  return list;
+}
+
+control::DaemonStatus Daemon::daemon_status() const {
+  return control::DaemonStatus{desk::iso8601_india(clock_.now()), stopping_, desks()};
+}
+
+Result<control::DeskStatus> Daemon::status(const std::string& desk_name) const {
+  auto found = slots_.find(desk_name);
+  if (found == slots_.end()) return unknown_desk(desk_name);
+  const Slot& slot = *found->second;
+  control::DeskStatus status{desk_summary(slot), egress::describe_network(slot.config.sandbox), {}};
+  if (!slot.desk) return status;
+  control::DeskStatus::Details details;
+  details.usage = slot.desk->usage_tracker->describe();
+  const auto now = clock_.now();
+  for (const auto& schedule : slot.config.schedules) {
+    auto next = desk::next_firing(schedule, now, slot.desk->market_status.get());
+    details.schedules.push_back({schedule.name, next ? std::optional(desk::iso8601_india(*next)) : std::nullopt});
+  }
+  if (auto open = slot.desk->proposals->list(); open.ok()) {
+    for (const auto& proposal : *open) details.open_proposals += proposal.status == "open" ? 1 : 0;
+  }
+  status.details = std::move(details);
+  return status;
+}
+
+void Daemon::send(const std::string& desk_name, const std::string& text, const std::string& sender,
+                  std::function<void(Result<std::string>)> sent) {
+  if (stopping_) return sent(Error::make(ErrorCode::refused, "deskd is stopping and takes no new messages."));
+  auto found = slots_.find(desk_name);
+  if (found == slots_.end()) return sent(unknown_desk(desk_name));
+  Slot& slot = *found->second;
+  if (slot.starting) return hold(slot, text, sender, std::move(sent));
+  if (!slot.desk || !slot.desk_running) {
+    return sent(Error::make(ErrorCode::refused, "Desk '" + desk_name + "' is stopped" +
+                                                    (slot.error.empty() ? std::string(".") : ": " + slot.error)));
+  }
+  desk::Trigger trigger;
+  trigger.id = desk::make_trigger_id();
+  trigger.desk = desk_name;
+  trigger.text = text;
+  trigger.sender = sender;
+  {
+    const std::lock_guard lock(waiting_mutex_);
+    if (auto full = refuse_if_full(slot, text.size())) return sent(std::move(*full));
+    slot.waiting[trigger.id] = text.size();
+    slot.waiting_bytes += text.size();
+  }
+  // Not under the lock: submit publishes, and the sink that forgets taken messages takes it.
+  // The answer waits for the journal's flush, off the loop; meanwhile the loop serves others.
+  const std::string id = trigger.id;
+  slot.desk->runtime->submit(std::move(trigger), [this, desk_name, id, bytes = text.size(),
+                                                 sent = std::move(sent)](Result<void> submitted) {
+    if (submitted.ok()) return sent(id);
+    {
+      // The slot may have gone meanwhile (a reload), and with it what it was waiting for.
+      const std::lock_guard lock(waiting_mutex_);
+      auto still = slots_.find(desk_name);
+      if (still != slots_.end() && still->second->waiting.erase(id) > 0) still->second->waiting_bytes -= bytes;
+    }
+    sent(std::move(submitted).error());
+  });
+}
+
+std::optional<Error> Daemon::refuse_if_full(const Slot& slot, std::size_t more) const {
+  const std::size_t bytes = slot.waiting_bytes + slot.held_bytes;
+  if (bytes + more <= kMaximumWaitingBytesPerDesk) return std::nullopt;
+  return Error::make(ErrorCode::refused, "Desk '" + slot.config.name + "' already has " + std::to_string(bytes) +
+                                             " bytes in " + std::to_string(slot.waiting.size() + slot.held.size()) +
+                                             " messages waiting, and takes at most " +
+                                             std::to_string(kMaximumWaitingBytesPerDesk) +
+                                             " (64 MiB); send this again once it has worked through some of them.");
+}
+
+Result<std::vector<desk::CommandEntry>> Daemon::commands(const std::string& desk_name) const {
+  auto found = slots_.find(desk_name);
+  if (found == slots_.end()) return unknown_desk(desk_name);
+  if (found->second->starting) {
+    return Error::make(ErrorCode::refused, "Desk '" + desk_name + "' is starting; ask again in a moment.");
+  }
+  if (!found->second->desk) return Error::make(ErrorCode::refused, "Desk '" + desk_name + "' is stopped: " + found->second->error);
+  return found->second->desk->runtime->command_catalogue();
+}
+
+Result<std::vector<tools::Proposal>> Daemon::proposals(const std::string& desk_name) const {
+  std::vector<tools::Proposal> list;
+  for (const auto& [name, slot] : slots_) {
+    if (!desk_name.empty() && name != desk_name) continue;
+    if (!slot->desk) continue;
+    DESKD_ASSIGN_OR_RETURN(auto stored, slot->desk->proposals->list());
+    for (auto& proposal : stored) list.push_back(std::move(proposal));
+  }
+  return list;
+}
+
+Result<tools::Proposal> Daemon::decide(const std::string& id, bool accept, const std::string& who) {
+  for (auto& [name, slot] : slots_) {
+    if (!slot->desk) continue;
+    auto proposal = slot->desk->proposals->get(id);
+    if (!proposal.ok()) continue;
+    auto decided = accept ? tools::accept_proposal(*slot->desk->proposals, *slot->desk->path_policy, id)
+                          : tools::reject_proposal(*slot->desk->proposals, id);
+    if (!decided.ok()) {
+      bus_.publish(name, desk::event_kind::kProposalRefused,
+                   {{"proposal", id}, {"path", proposal->path}, {"by", who}, {"error", decided.error().what}});
+      return std::move(decided).error();
+    }
+    bus_.publish(name, accept ? desk::event_kind::kProposalAccepted : desk::event_kind::kProposalRejected,
+                 {{"proposal", id}, {"path", decided->path}, {"by", who}});
+    log_.info("proposal " + id + " of desk " + name + " " + decided->status + " by " + who, about_desk(name));
+    return std::move(decided).value();
+  }
+  return Error::make(ErrorCode::not_found, "There is no proposal '" + id + "'.");
+}
+
+std::shared_ptr<desk::EventSubscription> Daemon::subscribe() { return bus_.subscribe(executor_); }
+
+control::EventHistory::Replay Daemon::replay(const std::string& desk_name, std::optional<std::uint64_t> after,
+                                             std::size_t maximum_bytes) const {
+  return history_.since(desk_name, after, maximum_bytes);
+}
+
+}  // namespace deskd::app

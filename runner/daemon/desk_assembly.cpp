@@ -1,0 +1,231 @@
+#include "runner/daemon/desk_assembly.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "base/unique_fd.h"
+#include "runner/daemon/desk_ids.h"
+#include "runner/daemon/deskd_log.h"
+#include "runner/daemon/model_factory.h"
+#include "runner/egress/egress_proxy.h"
+#include "runner/model/model_turn_runner.h"
+#include "runner/model/script_provider.h"
+#include "runner/model/subagent_tool.h"
+#include "runner/tools/desk_tools.h"
+#include "sandbox/desk_preparation.h"
+#include "sandbox/disk_quota.h"
+#include "sandbox/file_opener.h"
+#include "sandbox/launcher.h"
+
+namespace deskd::app {
+
+namespace {
+
+Error step_failed(const std::string& step, const Error& error) {
+  return Error{error.code, error.error_number, step + ": " + error.what};
+}
+
+// Starts `true` in the desk's sandbox once: a desk whose isolation cannot be set up on this
+// host must not start at all, rather than fail at its first bash command.
+Result<void> try_sandbox(const sandbox::SandboxSpec& spec) {
+  UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!null_fd) return Error::from_errno(errno, "open /dev/null");
+  sandbox::StandardStreams streams{null_fd.get(), null_fd.get(), null_fd.get()};
+  DESKD_ASSIGN_OR_RETURN(auto process, sandbox::launch_sandboxed(spec, {"true"}, streams));
+  DESKD_ASSIGN_OR_RETURN(auto status, process.wait_for(std::chrono::seconds(20)));
+  if (!status) {
+    (void)process.signal(SIGKILL);
+    return Error::make(ErrorCode::system, "`true` did not finish within 20 s in the sandbox.");
+  }
+  if (*status != 0) {
+    return Error::make(ErrorCode::system, "`true` exited with status " + std::to_string(*status) + " in the sandbox.");
+  }
+  // The file tools' opener is the same sandbox (the same start(): namespaces, mounts,
+  // landlock, seccomp, cgroup), only its init runs in files mode; it is not tried here too.
+  // A second launch per desk doubled what a thousand desks take to start, and an opener
+  // that cannot start fails closed anyway: each file tool call says why, and reads nothing.
+  return success();
+}
+
+desk::PriceTable price_table(const ModelConfig& model) {
+  desk::PriceTable table;
+  for (const auto& [name, price] : model.prices) {
+    table[name] = desk::ModelPrice{price.input, price.output, price.cache_read, price.cache_write};
+  }
+  return table;
+}
+
+std::string system_prompt(const DeskConfig& desk) {
+  return "You run the " + desk.name + " desk, in " + desk.mode +
+         " mode. Your folder is " + desk.directory.native() +
+         "; you may write only Memory.md, memory/, notes/ and scratch/ there. Propose changes to other files "
+         "with propose_file_change.";
+}
+
+std::string subagent_prompt(const DeskConfig& desk) {
+  return "You are a subagent of the " + desk.name + " desk, given one task by the desk's model. Your folder is " +
+         desk.directory.native() +
+         "; you may write only Memory.md, memory/, notes/ and scratch/ there. Do the task with your tools, then answer "
+         "with what the desk asked for: your final answer is all it reads.";
+}
+
+// What start_subagent needs of the desk: a model for each subagent, and a fresh tool set
+// from the desk's own tool settings — a second sandbox from the same SandboxSpec, never more.
+void add_subagent_tool(boost::asio::any_io_executor executor, const DeskConfig& desk_config,
+                       const tools::DeskToolSettings& tool_settings, std::shared_ptr<model::ModelProvider> provider,
+                       AssembledDesk& desk, const Clock& clock, tools::ToolRegistry& registry) {
+  desk.subagents = std::make_shared<desk::SubagentBoard>(desk_config.maximum_subagents);
+  if (desk_config.maximum_subagents == 0) return;
+  auto make_tools =
+      [executor, tool_settings](const std::vector<std::string>& names) -> Result<std::shared_ptr<tools::ToolRegistry>> {
+    auto tools = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(executor, tool_settings));
+    if (!names.empty()) DESKD_RETURN_IF_ERROR(tools->keep_only(names));
+    return tools;
+  };
+  // The script model plays the script's lines for the subagent's task; a real provider is
+  // built again from the desk's [model] (its own connection), the same model and key.
+  auto make_provider = [executor, model = desk_config.model,
+                        provider](const std::string& task) -> Result<std::shared_ptr<model::ModelProvider>> {
+    if (auto* script = dynamic_cast<model::ScriptProvider*>(provider.get())) {
+      return std::shared_ptr<model::ModelProvider>(script->for_subagent(task));
+    }
+    return make_model_provider(executor, model);
+  };
+  model::SubagentSettings settings;
+  settings.system_prompt = subagent_prompt(desk_config);
+  registry.add(std::make_unique<model::StartSubagentTool>(desk.subagents, std::move(make_provider),
+                                                          std::move(make_tools), desk.usage_tracker.get(), clock,
+                                                          std::move(settings)));
+}
+
+}  // namespace
+
+egress::RefusalSink network_refusal_publisher(desk::EventBus& bus, std::string desk_name) {
+  return [&bus, desk_name = std::move(desk_name)](const egress::EgressRefusal& refusal) {
+    boost::json::object data{{"host", refusal.host}, {"port", refusal.port}, {"why", refusal.why}};
+    if (refusal.unreported_before > 0) data["unreported_before"] = refusal.unreported_before;
+    bus.publish(desk_name, desk::event_kind::kNetworkRefused, std::move(data));
+  };
+}
+
+std::filesystem::path desk_state_folder(const Config& config, const std::string& desk_name) {
+  return config.runner.state_folder / "desks" / desk_name;
+}
+
+Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executor executor, const Config& config,
+                                                     const DeskConfig& desk_config, std::optional<DeskIds> ids,
+                                                     desk::EventBus& bus, const Clock& clock) {
+  auto desk = std::make_unique<AssembledDesk>();
+  const std::filesystem::path state = desk_state_folder(config, desk_config.name);
+  std::error_code error;
+  std::filesystem::create_directories(state, error);
+  if (error) return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
+
+  // The config's own value, with what is the desk's: its hostname, the other desks it may
+  // read, and under a root deskd its own ids.
+  sandbox::SandboxSettings sandbox_settings = desk_config.sandbox;
+  sandbox_settings.hostname = desk_config.hostname;
+  for (const auto& folder : desk_config.readable_desk_folders) sandbox_settings.read_only_paths.push_back(folder);
+  // Chosen by the daemon for every desk it starts at once (desk_ids_for_desks): one lock and
+  // one write of the files for all of them, not one each.
+  if (::geteuid() == 0 && !ids) {
+    return Error::make(ErrorCode::internal, "choosing the desk's uid: a root deskd runs each desk as a uid of its "
+                                            "own, and none was chosen for desk '" + desk_config.name + "'.");
+  }
+  if (ids) {
+    sandbox_settings.uid = ids->uid;
+    sandbox_settings.gid = ids->gid;
+  }
+  auto spec = sandbox::build_desk_sandbox_spec(desk_config.directory, desk_config.hidden_paths, sandbox_settings);
+  if (!spec.ok()) return step_failed("building the sandbox", spec.error());
+  auto proxied = egress::attach_egress_proxy(*spec, sandbox_settings, executor,
+                                             network_refusal_publisher(bus, desk_config.name));
+  if (!proxied.ok()) return step_failed("setting up the egress proxy", proxied.error());
+  if (sandbox_settings.disk_quota_bytes) {
+    // One inode per 16 KiB unless the config says otherwise, as mkfs would for small files.
+    const sandbox::DiskQuota quota{*sandbox_settings.disk_quota_bytes,
+                                   sandbox_settings.inode_quota.value_or(*sandbox_settings.disk_quota_bytes / 16384)};
+    auto given = sandbox::give_places_a_quota(*spec, state / "quota", quota,
+                                              [name = desk_config.name](const std::string& problem) {
+                                                if (auto log = DeskdLog::installed())
+                                                  return log->error(problem, about_desk(name));
+                                                std::fprintf(stderr, "deskd: %s\n", problem.c_str());
+                                              });
+    if (!given.ok()) return step_failed("giving the desk its disk quota", given.error());
+    desk->quota_mounts = std::move(given).value();
+  }
+  if (auto tried = try_sandbox(*spec); !tried.ok()) return step_failed("starting the sandbox", tried.error());
+
+  // The one confinement of the desk: the sandbox's, also behind the accepting of proposals,
+  // whose paths are resolved again in the desk's own view (a file opener of its own,
+  // started only when a proposal is accepted).
+  desk->path_policy.emplace(spec->confinement, std::make_shared<sandbox::FileOpener>(*spec));
+
+  // The clock outlives every desk (the daemon owns both); the store only needs to read it.
+  auto proposals = tools::ProposalStore::open(state / "proposals", std::shared_ptr<const Clock>(&clock, [](const Clock*) {}),
+                                              desk_config.proposable_paths);
+  if (!proposals.ok()) return step_failed("opening the proposals", proposals.error());
+  desk->proposals = *proposals;
+
+  auto journal = desk::Journal::open(state / "journal.jsonl");
+  if (!journal.ok()) return step_failed("opening the journal", journal.error());
+  desk->journal.emplace(std::move(journal).value());
+
+  desk->session_keeper = std::make_unique<desk::SessionKeeper>(state / "sessions", clock);
+  desk->usage_tracker = std::make_unique<desk::UsageTracker>(clock, state / "usage.json", price_table(desk_config.model),
+                                                         desk_config.model.model);
+  (void)desk->usage_tracker->load();  // a damaged file starts the day empty; record() replaces it
+  desk->market_status = std::make_unique<desk::MarketStatus>();
+  if (desk_config.market_holidays) {
+    auto market = desk::MarketStatus::load(*desk_config.market_holidays);
+    if (!market.ok()) return step_failed("reading the market holidays", market.error());
+    *desk->market_status = std::move(market).value();
+  }
+  desk->skill_library = std::make_unique<desk::SkillLibrary>(
+      desk_config.skills_folder ? desk::SkillLibrary::scan_folder(*desk_config.skills_folder)
+                                : desk::SkillLibrary::scan(desk_config.directory));
+
+  tools::DeskToolSettings tool_settings{std::move(spec).value(), desk_config.timeout_seconds,
+                                        desk_config.maximum_output_characters, desk_config.name, desk->proposals};
+  auto registry = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(executor, tool_settings));
+
+  auto provider = make_model_provider(executor, desk_config.model);
+  if (!provider.ok()) return step_failed("setting up the model", provider.error());
+  add_subagent_tool(executor, desk_config, tool_settings, *provider, *desk, clock, *registry);
+  desk->model_description = (*provider)->describe();
+  model::TurnRunnerSettings runner_settings;
+  runner_settings.system_prompt = system_prompt(desk_config);
+  runner_settings.context_window_tokens = desk_config.model.context_window;
+  runner_settings.compaction_share = desk_config.model.compaction_share;
+  runner_settings.max_tokens = desk_config.model.max_tokens;
+  runner_settings.continue_after_max_tokens = desk_config.model.continue_after_max_tokens;
+  auto runner = std::make_shared<model::ModelTurnRunner>(*provider, registry, runner_settings,
+                                                         desk->session_keeper.get(), desk->usage_tracker.get());
+
+  desk::DeskParts parts;
+  parts.tool_registry = registry;
+  parts.session_keeper = desk->session_keeper.get();
+  parts.skill_library = desk->skill_library.get();
+  parts.usage_tracker = desk->usage_tracker.get();
+  parts.market_status = desk->market_status.get();
+  parts.journal = &*desk->journal;
+  parts.subagents = desk->subagents.get();
+  parts.tools_text = tools::describe_tool_reach(*registry, tool_settings.sandbox);
+  desk::DeskSettings settings{desk_config.name, desk_config.mode, desk_config.stall_timeout,
+                              egress::describe_network(sandbox_settings)};
+  desk->runtime = std::make_unique<desk::DeskRuntime>(executor, settings, bus, runner, clock, parts);
+
+  desk::SchedulerSettings schedule_settings{desk_config.name, state / "schedules.json", state / "journal.jsonl",
+                                            desk_config.catch_up_window, desk->market_status.get()};
+  desk::DeskRuntime* runtime = desk->runtime.get();
+  desk->scheduler = std::make_unique<desk::Scheduler>(
+      executor, desk_config.schedules, schedule_settings,
+      [runtime](desk::Trigger trigger) { return runtime->submit(std::move(trigger)); }, bus, clock);
+  return desk;
+}
+
+}  // namespace deskd::app

@@ -1,0 +1,98 @@
+#include "runner/daemon/model_factory.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "runner/model/anthropic_provider.h"
+#include "runner/model/openai_provider.h"
+#include "runner/model/provider_settings.h"
+#include "runner/model/script_provider.h"
+
+namespace deskd::app {
+
+namespace {
+
+constexpr std::size_t kMaximumKeyFileBytes = 64 * 1024;
+
+model::ProviderSettings provider_settings(const ModelConfig& model, std::string api_key) {
+  model::ProviderSettings settings;
+  settings.model = model.model;
+  settings.base_url = model.base_url;
+  settings.api_key = std::move(api_key);
+  settings.max_tokens = model.max_tokens;
+  settings.openai_max_tokens_field = model.max_tokens_field;
+  settings.thinking_budget_tokens = model.thinking_budget_tokens;
+  settings.temperature = model.temperature;
+  settings.http.ca_file = model.ca_file;
+  settings.http.connect_timeout = model.connect_timeout;
+  settings.http.idle_timeout = model.idle_timeout;
+  settings.http.call_timeout = model.call_timeout;
+  settings.retry.max_retries = model.max_retries;
+  return settings;
+}
+
+template <typename Provider>
+Result<std::shared_ptr<model::ModelProvider>> shared(Result<std::unique_ptr<Provider>> made) {
+  if (!made.ok()) return std::move(made).error();
+  return std::shared_ptr<model::ModelProvider>(std::move(made).value());
+}
+
+}  // namespace
+
+Result<std::string> load_api_key(const ModelConfig& model) {
+  if (model.api_key_file) {
+    std::ifstream file(*model.api_key_file, std::ios::binary);
+    if (!file) {
+      return Error::make(ErrorCode::not_found, "The API key file " + model.api_key_file->native() + " cannot be read.");
+    }
+    std::string key;
+    key.resize(kMaximumKeyFileBytes + 1);
+    file.read(key.data(), static_cast<std::streamsize>(key.size()));
+    key.resize(static_cast<std::size_t>(file.gcount()));
+    if (key.size() > kMaximumKeyFileBytes) {
+      return Error::make(ErrorCode::invalid_argument, "The API key file " + model.api_key_file->native() + " is too large to be a key.");
+    }
+    const auto first = key.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) {
+      return Error::make(ErrorCode::invalid_argument, "The API key file " + model.api_key_file->native() + " is empty.");
+    }
+    key = key.substr(first, key.find_last_not_of(" \t\r\n") - first + 1);
+    if (key.find_first_of("\r\n") != std::string::npos) {
+      return Error::make(ErrorCode::invalid_argument,
+                         "The API key file " + model.api_key_file->native() + " holds more than one line.");
+    }
+    return key;
+  }
+  if (!model.api_key_variable.empty()) {
+    const char* value = std::getenv(model.api_key_variable.c_str());
+    if (value == nullptr || *value == '\0') {
+      return Error::make(ErrorCode::not_found,
+                         "The API key variable " + model.api_key_variable + " is not set in deskd's environment.");
+    }
+    return std::string(value);
+  }
+  return std::string();
+}
+
+Result<std::shared_ptr<model::ModelProvider>> make_model_provider(boost::asio::any_io_executor executor,
+                                                                  const ModelConfig& model) {
+  if (model.provider == "script") {
+    if (!model.script) {
+      return std::shared_ptr<model::ModelProvider>(std::make_shared<model::ScriptProvider>(model::ScriptProvider::embedded_demo()));
+    }
+    DESKD_ASSIGN_OR_RETURN(auto script, model::ScriptProvider::load(*model.script));
+    return std::shared_ptr<model::ModelProvider>(std::make_shared<model::ScriptProvider>(std::move(script)));
+  }
+  DESKD_ASSIGN_OR_RETURN(std::string key, load_api_key(model));
+  if (model.provider == "anthropic") {
+    return shared(model::AnthropicProvider::create(executor, provider_settings(model, std::move(key))));
+  }
+  if (model.provider == "openai") {
+    return shared(model::OpenAiProvider::create(executor, provider_settings(model, std::move(key))));
+  }
+  return Error::make(ErrorCode::unsupported, "There is no model provider '" + model.provider +
+                                                 "'; the providers are script, anthropic and openai.");
+}
+
+}  // namespace deskd::app
