@@ -53,11 +53,16 @@ Result<Confinement> Confinement::create(const std::filesystem::path& desk_direct
                    "The hidden path " + printable_path(hidden.native()) +
                        " cannot be used: " + resolved.error().what};
     }
-    if (is_same_or_inside(data->desk_directory, *resolved)) {
-      return Error::make(ErrorCode::invalid_argument,
-                         "The hidden path " + printable_path(hidden.native()) +
-                             " holds the desk folder " + data->desk_directory.native() +
-                             " itself, so the desk could read nothing of its own.");
+    if (auto clash = hidden_path_clash(data->desk_directory, *resolved)) {
+      const std::string named = "The hidden path " + printable_path(hidden.native());
+      if (clash->kind == HiddenPathClash::Kind::holds_desk_folder) {
+        return Error::make(ErrorCode::invalid_argument, named + " holds the desk folder " +
+                                                            data->desk_directory.native() +
+                                                            " itself, so the desk could read nothing of its own.");
+      }
+      return Error::make(ErrorCode::invalid_argument, named + " is the writable place " + clash->place.native() +
+                                                          ", which the desk must be able to write; hide a path inside "
+                                                          "it, or another one.");
     }
     if (std::find(data->hidden_paths.begin(), data->hidden_paths.end(), *resolved) ==
         data->hidden_paths.end()) {
@@ -102,6 +107,23 @@ const WritablePlace* Confinement::writable_place_for(const std::filesystem::path
     if (allowed) return &place;
   }
   return nullptr;
+}
+
+std::optional<HiddenPathClash> hidden_path_clash(const std::filesystem::path& desk_directory,
+                                                 const std::filesystem::path& hidden) {
+  if (is_same_or_inside(desk_directory, hidden)) return HiddenPathClash{HiddenPathClash::Kind::holds_desk_folder, {}};
+  const auto clash_with = [&](const char* name) -> std::optional<HiddenPathClash> {
+    auto place = desk_directory / name;
+    if (place != hidden) return std::nullopt;
+    return HiddenPathClash{HiddenPathClash::Kind::is_writable_place, std::move(place)};
+  };
+  for (const char* name : Confinement::kWritableFileNames) {
+    if (auto clash = clash_with(name)) return clash;
+  }
+  for (const char* name : Confinement::kWritableFolderNames) {
+    if (auto clash = clash_with(name)) return clash;
+  }
+  return std::nullopt;
 }
 
 Result<void> create_missing_writable_places(const Confinement& confinement) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -29,8 +30,9 @@ class Confinement {
 
   /// Builds the confinement. `desk_directory` must exist and be a folder; relative hidden
   /// paths start at the desk folder. Refuses: a missing desk folder, a hidden path that
-  /// cannot be resolved, a desk folder that is itself hidden, and a writable place that is a
-  /// symbolic link (it would let writes land outside the desk folder).
+  /// cannot be resolved, a hidden path that holds the desk folder or is one of its writable
+  /// places (hidden_path_clash), and a writable place that is a symbolic link (it
+  /// would let writes land outside the desk folder).
   static Result<Confinement> create(const std::filesystem::path& desk_directory,
                                     std::span<const std::filesystem::path> hidden_paths);
 
@@ -56,6 +58,22 @@ class Confinement {
   explicit Confinement(std::shared_ptr<const Data> data) : data_(std::move(data)) {}
   std::shared_ptr<const Data> data_;
 };
+
+/// Why a hidden path cannot be one of a desk's: it holds the desk folder (the desk could read
+/// nothing of its own), or it is one of the desk's writable places (the desk could not keep
+/// its memory and notes; the places lie directly in the desk folder, so no other path
+/// covers one without holding the desk folder). The one rule: Confinement::create refuses by it, and the
+/// config loader asks it to name the line.
+struct HiddenPathClash {
+  enum class Kind { holds_desk_folder, is_writable_place };
+  Kind kind;
+  std::filesystem::path place;  ///< the writable place, unless kind is holds_desk_folder
+};
+
+/// The clash of `hidden` with the desk in `desk_directory` (both absolute and resolved), if
+/// any. A hidden path inside a writable folder (scratch/private) is no clash.
+std::optional<HiddenPathClash> hidden_path_clash(const std::filesystem::path& desk_directory,
+                                                 const std::filesystem::path& hidden);
 
 /// Creates the desk's missing writable places: the memory/, notes/ and scratch/ folders and
 /// an empty Memory.md. Never follows a link; existing places are left alone.

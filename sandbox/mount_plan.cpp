@@ -265,7 +265,7 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
                steps);
   }
   if (spec.network == NetworkMode::allowlist) plan_egress_hosts(spec, steps);
-  for (const auto& hidden : spec.hidden_paths) {
+  for (const auto& hidden : spec.confinement.hidden_paths()) {
     steps.push_back(step(Operation::mask, in_new_root(hidden.native()), "mask the hidden path"));
   }
   for (const auto& home : spec.covered_homes) {

@@ -119,7 +119,6 @@ std::vector<std::string> base_environment(const std::filesystem::path& home) {
 
 SandboxSpecBuilder::SandboxSpecBuilder(policy::Confinement confinement)
     : spec_{.confinement = confinement,
-            .hidden_paths = confinement.hidden_paths(),
             .working_directory = confinement.desk_directory()} {}
 
 SandboxSpecBuilder& SandboxSpecBuilder::apply(const SandboxSettings& settings) {
@@ -138,7 +137,6 @@ SandboxSpecBuilder& SandboxSpecBuilder::apply(const SandboxSettings& settings) {
   if (settings.file_size_bytes) file_size_limit(*settings.file_size_bytes);
   if (settings.open_files) open_files_limit(*settings.open_files);
   if (settings.cpus) cpu_limit(*settings.cpus);
-  for (const auto& path : settings.hidden_paths) hide(path);
   for (const auto& path : settings.read_only_paths) show_read_only(path);
   for (const auto& name : settings.environment_variables) allow_environment_variable(name);
   if (settings.hostname) hostname(*settings.hostname);
@@ -207,11 +205,6 @@ SandboxSpecBuilder& SandboxSpecBuilder::open_files_limit(std::uint64_t files) {
   return *this;
 }
 
-SandboxSpecBuilder& SandboxSpecBuilder::hide(const std::filesystem::path& path) {
-  extra_hidden_paths_.push_back(path);
-  return *this;
-}
-
 SandboxSpecBuilder& SandboxSpecBuilder::allow_environment_variable(const std::string& name) {
   if (!is_variable_name(name)) {
     problems_.push_back(single_quoted(name) + " is not an environment variable name");
@@ -241,23 +234,6 @@ Result<SandboxSpec> SandboxSpecBuilder::build() const {
   std::vector<std::string> problems = problems_;
   SandboxSpec spec = spec_;
   const auto& desk = spec.confinement.desk_directory();
-  for (const auto& extra : extra_hidden_paths_) {
-    auto resolved = policy::resolve_path(extra.native(), desk);
-    if (!resolved.ok()) {
-      problems.push_back("the hidden path " + policy::printable_path(extra.native()) +
-                         " cannot be used: " + resolved.error().what);
-      continue;
-    }
-    if (policy::is_same_or_inside(desk, *resolved)) {
-      problems.push_back("the hidden path " + policy::printable_path(extra.native()) +
-                         " holds the desk folder itself");
-      continue;
-    }
-    if (std::find(spec.hidden_paths.begin(), spec.hidden_paths.end(), *resolved) ==
-        spec.hidden_paths.end()) {
-      spec.hidden_paths.push_back(std::move(resolved).value());
-    }
-  }
   for (const auto& shown : read_only_paths_) {
     auto resolved = policy::resolve_path(shown.native(), desk);
     struct stat status {};

@@ -89,8 +89,6 @@ struct SandboxSettings {
   std::optional<std::uint64_t> file_size_bytes;
   std::optional<std::uint64_t> open_files;
   std::optional<double> cpus;
-  /// Hidden besides the confinement's own (relative ones start at the desk folder).
-  std::vector<std::filesystem::path> hidden_paths{};
   /// Host files and folders shown read-only in the minimal view, at the same paths.
   std::vector<std::filesystem::path> read_only_paths{};
   /// Names copied from deskd's environment.
@@ -113,9 +111,9 @@ struct SandboxSettings {
 
 /// The complete, validated description of a sandbox.
 struct SandboxSpec {
+  /// What the desk may see and change. Its hidden paths are the only ones the mount plan
+  /// masks: the file tools check the same list, so there is no second road to hide by.
   policy::Confinement confinement;
-  /// The confinement's hidden paths plus the sandbox's extra ones, resolved.
-  std::vector<std::filesystem::path> hidden_paths{};
   /// Folders covered by an empty tmpfs so that no host Unix socket in them is reachable.
   std::vector<std::filesystem::path> runtime_directories{};
   /// Full view: people's homes (/home, /root and deskd's own user's home), covered by an
@@ -165,8 +163,6 @@ class SandboxSpecBuilder {
   SandboxSpecBuilder& cpu_limit(double cpus);
   SandboxSpecBuilder& file_size_limit(std::uint64_t bytes);
   SandboxSpecBuilder& open_files_limit(std::uint64_t files);
-  /// Hides one more path (resolved now; a relative path starts at the desk folder).
-  SandboxSpecBuilder& hide(const std::filesystem::path& path);
   /// Copies the daemon's variable NAME into the sandbox, if it is set.
   SandboxSpecBuilder& allow_environment_variable(const std::string& name);
   SandboxSpecBuilder& hostname(std::string name);
@@ -178,7 +174,6 @@ class SandboxSpecBuilder {
 
  private:
   SandboxSpec spec_;
-  std::vector<std::filesystem::path> extra_hidden_paths_;
   std::vector<std::filesystem::path> read_only_paths_;
   std::vector<std::string> allowed_variables_;
   std::vector<std::string> problems_;

@@ -348,10 +348,8 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
   }
   if (auto cpus = reader.number("cpus", {bounds::kMinimumCpus, false, bounds::kMaximumCpus})) sandbox.cpus = *cpus;
   // A desk's hidden paths add to [sandbox]'s, so one secret cannot be forgotten by a desk.
-  for (auto& path : reader.paths("hidden_paths", "the hidden path")) {
-    sandbox.hidden_paths.push_back(path.path);
-    places.hidden.push_back(std::move(path));
-  }
+  // They reach the sandbox only as DeskConfig::hidden_paths, through the desk's Confinement.
+  for (auto& path : reader.paths("hidden_paths", "the hidden path")) places.hidden.push_back(std::move(path));
   // A desk's read-only paths replace [sandbox]'s: sharing is a grant a desk may do without.
   if (reader.find("read_only_paths") != nullptr) {
     sandbox.read_only_paths.clear();

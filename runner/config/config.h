@@ -111,8 +111,12 @@ struct ModelConfig {
 
 /// [sandbox] and a desk's [desk.sandbox] overrides (a desk's table starts as a copy): the
 /// very value the sandbox is built from, so no setting is lost between the file and the
-/// sandbox. Its hostname and ids are the desk's (DeskConfig::hostname, desk_ids_for). A
-/// desk's read_only_paths replace [sandbox]'s (what is shared is a grant); hidden_paths add.
+/// sandbox. The config decides all of a desk's value — its hostname (the desk's `hostname`,
+/// else its name with '_' written as '-') and the folders of its readable_desks among its
+/// read_only_paths — but for its ids under a root deskd, which the daemon chooses when it
+/// starts the desk (desk_ids_for_desks). A desk's read_only_paths replace [sandbox]'s (what
+/// is shared is a grant). Hidden paths are not in it: they are DeskConfig::hidden_paths, the
+/// desk's Confinement, the one list both the mounts and the file tools use.
 using SandboxConfig = sandbox::SandboxSettings;
 
 struct DeskConfig {
@@ -130,13 +134,12 @@ struct DeskConfig {
   /// of readable_desks) and every other desk's own hidden paths; without duplicates.
   std::vector<std::filesystem::path> hidden_paths;
   /// The other desks named in `readable_desks`, and their folders (resolved), which the
-  /// sandbox shows read-only. Their hidden paths stay hidden.
+  /// sandbox shows read-only (they are among sandbox.read_only_paths too). Their hidden
+  /// paths stay hidden.
   std::vector<std::string> readable_desks;
   std::vector<std::filesystem::path> readable_desk_folders;
   /// Places outside the desk folder it may propose changes to (propose_file_change); resolved.
   std::vector<std::filesystem::path> proposable_paths;
-  /// The sandbox's hostname: `hostname`, else the desk's name with '_' written as '-'.
-  std::string hostname;
   SandboxConfig sandbox;
   ModelConfig model;
   std::optional<std::filesystem::path> skills_folder;

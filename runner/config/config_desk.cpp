@@ -154,12 +154,13 @@ bool is_hostname(std::string_view name) {
 
 void read_hostname(TableReader& reader, DeskConfig& desk) {
   // A desk name may hold '_', which a hostname may not.
-  desk.hostname = desk.name;
-  std::replace(desk.hostname.begin(), desk.hostname.end(), '_', '-');
+  std::string chosen = desk.name;
+  std::replace(chosen.begin(), chosen.end(), '_', '-');
+  desk.sandbox.hostname = chosen;
   auto hostname = reader.string("hostname");
   if (!hostname) return;
   if (is_hostname(*hostname)) {
-    desk.hostname = std::move(*hostname);
+    desk.sandbox.hostname = std::move(*hostname);
   } else {
     reader.problem(*reader.find("hostname"),
                    "'hostname' must be 1 to 64 letters, digits, '-' or '.', not " + in_quotes(*hostname));

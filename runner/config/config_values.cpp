@@ -107,15 +107,13 @@ Result<std::filesystem::path> resolve_config_path(std::string_view text, const s
 
 std::vector<std::filesystem::path> merge_hidden_paths(const DeskConfig& desk, const ConfigPosition& directory_position,
                                                       std::span<const PlacedPath> hidden, ProblemList& problems) {
-  std::vector<std::filesystem::path> writable_places;
-  for (const char* name : policy::Confinement::kWritableFileNames) writable_places.push_back(desk.directory / name);
-  for (const char* name : policy::Confinement::kWritableFolderNames) writable_places.push_back(desk.directory / name);
-
   const std::string desk_name = in_quotes(desk.name);
   std::vector<std::filesystem::path> merged;
   std::unordered_set<std::string> merged_already;  // a desk may hide a thousand folders: no linear search
   for (const auto& entry : hidden) {
-    if (policy::is_same_or_inside(desk.directory, entry.path)) {
+    // The confinement's own rule (policy::hidden_path_clash), worded here with the line.
+    const auto clash = policy::hidden_path_clash(desk.directory, entry.path);
+    if (clash && clash->kind == policy::HiddenPathClash::Kind::holds_desk_folder) {
       if (entry.state_folder) {
         problems.add(directory_position, "the folder of desk " + desk_name + ", " + desk.directory.native() +
                                              ", lies inside deskd's state folder " + entry.path.native() +
@@ -125,13 +123,9 @@ std::vector<std::filesystem::path> merge_hidden_paths(const DeskConfig& desk, co
                                          desk_name + ", " + desk.directory.native() +
                                          ", so the desk could read nothing of its own");
       }
-    } else {
-      for (const auto& place : writable_places) {
-        if (!policy::is_same_or_inside(place, entry.path)) continue;
-        const std::string what = place == entry.path ? " is " : " covers " + place.native() + ", ";
-        problems.add(entry.position, entry.label + ' ' + entry.path.native() + what + "a place desk " + desk_name +
-                                         " must be able to write");
-      }
+    } else if (clash) {
+      problems.add(entry.position,
+                   entry.label + ' ' + entry.path.native() + " is a place desk " + desk_name + " must be able to write");
     }
     if (merged_already.insert(entry.path.native()).second) merged.push_back(entry.path);
   }

@@ -183,6 +183,7 @@ void meet_other_desks(std::span<DeskDraft> drafts, ProblemList& problems) {
       draft.desk.readable_desks.push_back(drafts[other].desk.name);
       if (!drafts[other].directory_found) continue;
       draft.desk.readable_desk_folders.push_back(drafts[other].desk.directory);
+      draft.desk.sandbox.read_only_paths.push_back(drafts[other].desk.directory);
       draft.readable_folder_names.emplace_back(drafts[other].desk.name, position);
     }
     if (!draft.directory_found) continue;

@@ -125,11 +125,9 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   std::filesystem::create_directories(state, error);
   if (error) return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
 
-  // The config's own value, with what is the desk's: its hostname, the other desks it may
-  // read, and under a root deskd its own ids.
+  // The config's own value, as the config decided it for this desk; only the ids of a root
+  // deskd's desk are chosen now.
   sandbox::SandboxSettings sandbox_settings = desk_config.sandbox;
-  sandbox_settings.hostname = desk_config.hostname;
-  for (const auto& folder : desk_config.readable_desk_folders) sandbox_settings.read_only_paths.push_back(folder);
   // Chosen by the daemon for every desk it starts at once (desk_ids_for_desks): one lock and
   // one write of the files for all of them, not one each.
   if (::geteuid() == 0 && !ids) {

@@ -77,7 +77,7 @@ std::string describe_tool_reach(const ToolRegistry& registry, const sandbox::San
     text += "\n" + std::string(tool->name()) + ": " + reach_text(tool->reach(), spec);
   text += "\nDesk folder: " + spec.confinement.desk_directory().native();
   text += "\nWritable places: " + writable_places(spec.confinement);
-  text += "\nHidden paths (never readable, by any tool): " + joined(spec.hidden_paths);
+  text += "\nHidden paths (never readable, by any tool): " + joined(spec.confinement.hidden_paths());
   return text;
 }
 

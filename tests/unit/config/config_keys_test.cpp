@@ -71,13 +71,13 @@ directory = "desks/beta"
   EXPECT_EQ(config.sandbox.read_only_paths, (std::vector<fs::path>{root_ / "shared", root_ / "replies.jsonl"}));
   ASSERT_EQ(config.desks.size(), 2u);
   const DeskConfig& alpha = config.desks[0];
-  EXPECT_EQ(alpha.hostname, "alpha.desks");
+  EXPECT_EQ(alpha.sandbox.hostname, "alpha.desks");
   EXPECT_EQ(alpha.sandbox.cpus, 0.25);
   EXPECT_EQ(alpha.sandbox.host_view, sandbox::HostView::minimal);
   // A desk's list replaces [sandbox]'s.
   EXPECT_EQ(alpha.sandbox.read_only_paths, (std::vector<fs::path>{root_ / "skills"}));
   const DeskConfig& beta = config.desks[1];
-  EXPECT_EQ(beta.hostname, "beta");
+  EXPECT_EQ(beta.sandbox.hostname, "beta");
   EXPECT_EQ(beta.sandbox.cpus, 1.5);
   EXPECT_EQ(beta.sandbox.host_view, sandbox::HostView::full);
   EXPECT_EQ(beta.sandbox.read_only_paths, config.sandbox.read_only_paths);
@@ -95,7 +95,7 @@ directory = "desks/alpha"
   EXPECT_THAT(config.sandbox.read_only_paths, IsEmpty());
   ASSERT_EQ(config.desks.size(), 1u);
   // A hostname may not hold '_'.
-  EXPECT_EQ(config.desks[0].hostname, "nifty-50");
+  EXPECT_EQ(config.desks[0].sandbox.hostname, "nifty-50");
   EXPECT_THAT(config.desks[0].readable_desks, IsEmpty());
 }
 

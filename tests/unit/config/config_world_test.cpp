@@ -25,6 +25,7 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::IsSupersetOf;
 using ::testing::Not;
 using testing::ConfigTest;
 
@@ -255,6 +256,8 @@ directory = "desks/gamma"
   const DeskConfig& alpha = config.desks[0];
   EXPECT_EQ(alpha.readable_desks, (std::vector<std::string>{"beta", "gamma"}));
   EXPECT_EQ(alpha.readable_desk_folders, (std::vector<fs::path>{root_ / "desks/beta", root_ / "desks/gamma"}));
+  // The config places them in the very value the sandbox is built from.
+  EXPECT_THAT(alpha.sandbox.read_only_paths, IsSupersetOf({root_ / "desks/beta", root_ / "desks/gamma"}));
   EXPECT_THAT(alpha.hidden_paths, Not(Contains(root_ / "desks/beta")));
   EXPECT_THAT(alpha.hidden_paths, Not(Contains(root_ / "desks/gamma")));
   EXPECT_THAT(alpha.hidden_paths, Contains(root_ / "desks/beta/keys"));

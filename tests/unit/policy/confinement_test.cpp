@@ -108,6 +108,23 @@ TEST_F(ConfinementTest, HiddenPathHoldingTheDeskIsRefused) {
   }
 }
 
+TEST_F(ConfinementTest, HiddenPathThatIsAWritablePlaceIsRefused) {
+  // The desk must keep its memory and notes; the config loader asks the same rule.
+  const std::pair<const char*, const char*> given_and_place[] = {
+      {"Memory.md", "Memory.md"}, {"memory", "memory"}, {"notes", "notes"}, {"scratch/", "scratch"}};
+  for (const auto& [given, place] : given_and_place) {
+    const auto created = Confinement::create(desk(), std::vector<Path>{given});
+    EXPECT_EQ(error_code_of(created), ErrorCode::invalid_argument) << given;
+    if (!created.ok()) {
+      EXPECT_THAT(created.error().what,
+                  StartsWith("The hidden path " + std::string(given) + " is the writable place " + (desk() / place).native() + ","));
+    }
+  }
+  EXPECT_FALSE(deskd::policy::hidden_path_clash(desk(), desk() / "notes/private").has_value());
+  EXPECT_EQ(deskd::policy::hidden_path_clash(desk(), root())->kind,
+            deskd::policy::HiddenPathClash::Kind::holds_desk_folder);
+}
+
 TEST_F(ConfinementTest, HiddenPathInsideTheDeskIsAccepted) {
   const auto confinement = confine(desk(), {"scratch/private"});
   EXPECT_EQ(confinement.hidden_paths(), (std::vector<Path>{desk() / "scratch/private"}));
