@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "sandbox/sandbox_keys.h"
+
 namespace deskd::app {
 namespace {
 
@@ -37,6 +39,11 @@ Result<bool> take_sandbox(std::span<const std::string_view> arguments, std::size
   return take_sandbox_option(arguments, index, options);
 }
 
+// A flag without a value: the lean parser is given it alone.
+Result<bool> take_sandbox_flag(std::span<const std::string_view> arguments, std::size_t& index, SandboxOptions& options) {
+  return take_sandbox_option(arguments.first(1), index, options);
+}
+
 Result<bool> take_desk_tool(std::span<const std::string_view> arguments, std::size_t& index, DeskToolOptions& options) {
   return take_desk_tool_option(arguments, index, options);
 }
@@ -48,33 +55,18 @@ void add_desk_option(CLI::App& command, SandboxOptions& options, const std::stri
 }
 
 void add_sandbox_options(CLI::App& command, SandboxOptions& options) {
-  const auto single = [&](const std::string& name, const std::string& value_name, const std::string& description) {
-    add_checked(command, options, take_sandbox, name, value_name, description, false);
-  };
-  const auto repeatable = [&](const std::string& name, const std::string& value_name, const std::string& description) {
-    add_checked(command, options, take_sandbox, name, value_name, description + " (repeatable)", true);
-  };
-  repeatable("--hide", "PATH", "hide a file or folder from the sandbox");
-  single("--net", "none|host|allowlist",
-         "no network but loopback (default), the host's network, or only the hosts --allow names, through deskd's "
-         "egress proxy");
-  repeatable("--allow", "PATTERN",
-             "a host the allowlist network may reach: name, *.name, either with :PORT, or an address or subnet "
-             "(see deskd.toml(5))");
-  single("--memory", "SIZE", "memory limit, e.g. 512M (address space without cgroups)");
-  single("--pids", "N", "process limit (default 1024)");
-  single("--file-size", "SIZE", "largest file the sandbox may write (default 4G)");
-  single("--open-files", "N", "open file limit (default 1024)");
-  repeatable("--read-only", "PATH", "show a host file or folder read-only at its own path");
-  single("--host-view", "minimal|full",
-         "the system folders, the desk and what --read-only names (default), or the whole host read-only");
-  single("--uid", "N", "host uid of the sandbox when deskd runs as root (default 2147418112; never 0 or 65534)");
-  single("--gid", "N", "host gid of the sandbox when deskd runs as root (default 2147418112; never 0 or 65534)");
-  single("--hostname", "NAME", "hostname inside (default deskd)");
-  repeatable("--env", "NAME", "copy the variable NAME from deskd's environment");
-  command.add_flag_callback(
-      "--allow-supplementary-groups", [&options] { options.settings.allow_supplementary_groups = true; },
-      "under an unprivileged deskd, let the sandbox keep its supplementary groups (else refused; see deskd.toml(5))");
+  // The rows of sandbox/sandbox_keys.h that have a flag, each checked by the lean parser.
+  for (const sandbox::SandboxKey& row : sandbox::sandbox_keys()) {
+    if (row.flag.empty()) continue;
+    const std::string flag(row.flag);
+    if (row.value == sandbox::KeyValue::flag) {
+      command.add_flag_callback(
+          flag, [&options, flag] { take(options, take_sandbox_flag, flag, ""); }, std::string(row.help));
+      continue;
+    }
+    const bool repeatable = row.value == sandbox::KeyValue::list || row.value == sandbox::KeyValue::paths;
+    add_checked(command, options, take_sandbox, flag, std::string(row.value_name), std::string(row.help), repeatable);
+  }
 }
 
 void add_desk_tool_options(CLI::App& command, DeskToolOptions& options) {

@@ -38,7 +38,7 @@ const char* const kUsageTail =
 
 }  // namespace
 
-std::string sandbox_usage() { return std::string(kUsageHead) + kSandboxOptionsHelp + kUsageTail; }
+std::string sandbox_usage() { return std::string(kUsageHead) + sandbox_options_help() + kUsageTail; }
 
 namespace {
 

@@ -2,93 +2,104 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "policy/confinement.h"
-#include "policy/egress_allowlist.h"
 #include "runner/app/cli_values.h"
 #include "sandbox/desk_preparation.h"
+#include "sandbox/sandbox_keys.h"
 #include "sandbox/uid_registry.h"
 
 namespace deskd::app {
-
-const char* const kSandboxOptionsHelp =
-    "  --hide PATH         hide a file or folder from the sandbox (repeatable)\n"
-    "  --net none|host|allowlist  no network but loopback (default), the host's network, or\n"
-    "                      only the hosts --allow names, through deskd's egress proxy (not\n"
-    "                      for `deskd sandbox`, which runs no proxy)\n"
-    "  --allow PATTERN     a host the allowlist network may reach: name, *.name, either with\n"
-    "                      :PORT, or an address or subnet (repeatable; see deskd.toml(5))\n"
-    "  --memory SIZE       memory limit, e.g. 512M (address space without cgroups)\n"
-    "  --pids N            process limit (default 1024)\n"
-    "  --file-size SIZE    largest file the sandbox may write (default 4G)\n"
-    "  --open-files N      open file limit (default 1024)\n"
-    "  --read-only PATH    show a host file or folder read-only at its own path (repeatable)\n"
-    "  --host-view minimal|full  the system folders, the desk and what --read-only names\n"
-    "                      (default), or the whole host read-only\n"
-    "  --uid N --gid N     host ids of the sandbox when deskd runs as root (default 2147418112;\n"
-    "                      never 0 or 65534)\n"
-    "  --hostname NAME     hostname inside (default deskd)\n"
-    "  --env NAME          copy the variable NAME from deskd's environment (repeatable)\n"
-    "  --allow-supplementary-groups  under an unprivileged deskd, let the sandbox keep its\n"
-    "                      supplementary groups (else refused; see deskd.toml(5))\n";
 
 namespace {
 
 Error usage(std::string message) { return Error::make(ErrorCode::invalid_argument, std::move(message)); }
 
-bool is_sandbox_option(std::string_view argument) {
-  for (const char* option : {"--desk", "--hide", "--env", "--hostname", "--net", "--allow", "--memory", "--file-size",
-                             "--pids", "--open-files", "--uid", "--gid", "--read-only", "--host-view"}) {
-    if (argument == option) return true;
+// What a row's value is, for "--pids needs a number, not 'x'."
+std::string value_wanted(const sandbox::SandboxKey& row) {
+  if (row.value_name == "SIZE") return "a size such as 512M";
+  if (row.value_name == "SECONDS") return "a number of seconds";
+  if (row.value_name == "ID") return "a host id";
+  return "a number";
+}
+
+// One flag's value, parsed as its row in sandbox/sandbox_keys.h says and stored there.
+Result<void> take_value(const sandbox::SandboxKey& row, std::string_view value, SandboxOptions& options) {
+  const std::string flag(row.flag);
+  const std::string shown(value);
+  sandbox::KeyInput input{.text = value};
+  switch (row.value) {
+    case sandbox::KeyValue::choice:
+      if (std::find(row.choices.begin(), row.choices.end(), value) == row.choices.end()) {
+        std::string listed;
+        for (std::size_t index = 0; index < row.choices.size(); ++index) {
+          listed += (index == 0 ? "" : index + 1 == row.choices.size() ? " or " : ", ") + std::string(row.choices[index]);
+        }
+        return usage(flag + " must be " + listed + ", not '" + shown + "'.");
+      }
+      break;
+    case sandbox::KeyValue::whole:
+    case sandbox::KeyValue::mebibytes: {
+      const bool size = row.value == sandbox::KeyValue::mebibytes;
+      const auto number = size ? parse_byte_size(value) : parse_count(value);
+      if (!number) return usage(flag + " needs " + value_wanted(row) + ", not '" + shown + "'.");
+      const std::uint64_t unit = size ? std::uint64_t{1} << 20 : 1;
+      if (*number < row.minimum * unit || *number > row.maximum * unit) {
+        return usage(flag + " must be " + sandbox::key_bounds(row) + (size ? " MiB" : "") + ", not '" + shown + "'.");
+      }
+      input.whole = *number;
+      break;
+    }
+    case sandbox::KeyValue::cpus: {
+      char* end = nullptr;
+      input.number = std::strtod(shown.c_str(), &end);
+      if (shown.empty() || end != shown.c_str() + shown.size() || !(input.number >= sandbox::limit_bounds::kMinimumCpus) ||
+          input.number > sandbox::limit_bounds::kMaximumCpus) {
+        return usage(flag + " needs a number of CPUs from " + sandbox::key_bounds(row) + ", not '" + shown + "'.");
+      }
+      break;
+    }
+    case sandbox::KeyValue::paths:
+      // Hidden paths go to the desk's confinement, not to its settings.
+      if (row.store == nullptr) {
+        options.hidden_paths.emplace_back(std::filesystem::absolute(shown));
+        return success();
+      }
+      {
+        const std::string absolute = std::filesystem::absolute(shown).native();
+        input.text = absolute;
+        return row.store(options.settings, input);
+      }
+    default: break;
   }
-  return false;
+  if (auto stored = row.store(options.settings, input); !stored.ok()) return usage(flag + ": " + stored.error().what + ".");
+  return success();
 }
 
 }  // namespace
 
+std::string sandbox_options_help() { return sandbox::sandbox_flags_help(); }
+
 Result<bool> take_sandbox_option(std::span<const std::string_view> arguments, std::size_t& index,
                                  SandboxOptions& options) {
   const std::string_view argument = arguments[index];
-  if (argument == "--allow-supplementary-groups") {
-    options.settings.allow_supplementary_groups = true;
+  const sandbox::SandboxKey* row = sandbox::find_sandbox_flag(argument);
+  if (argument != "--desk" && (row == nullptr || (row->store == nullptr && row->value != sandbox::KeyValue::paths))) {
+    return false;
+  }
+  if (row != nullptr && row->value == sandbox::KeyValue::flag) {
+    DESKD_RETURN_IF_ERROR(row->store(options.settings, {}));
     return true;
   }
-  if (!is_sandbox_option(argument)) return false;
   if (index + 1 >= arguments.size()) return usage(std::string(argument) + " needs a value.");
   const std::string_view value = arguments[++index];
-  const std::string shown(value);
-
-  sandbox::SandboxSettings& settings = options.settings;
-  if (argument == "--desk") options.desk_directory = std::filesystem::path(shown);
-  else if (argument == "--hide") options.hidden_paths.emplace_back(std::filesystem::absolute(shown));
-  else if (argument == "--read-only") settings.read_only_paths.emplace_back(std::filesystem::absolute(shown));
-  else if (argument == "--env") settings.environment_variables.push_back(shown);
-  else if (argument == "--hostname") settings.hostname = shown;
-  else if (argument == "--net") {
-    if (value == "none") settings.network = sandbox::NetworkMode::none;
-    else if (value == "host") settings.network = sandbox::NetworkMode::host;
-    else if (value == "allowlist") settings.network = sandbox::NetworkMode::allowlist;
-    else return usage("--net must be none, host or allowlist, not '" + shown + "'.");
-  } else if (argument == "--allow") {
-    if (auto pattern = policy::parse_host_pattern(value); !pattern.ok()) return usage("--allow: " + pattern.error().what + ".");
-    settings.allowed_hosts.push_back(shown);
-  } else if (argument == "--host-view") {
-    if (value == "minimal") settings.host_view = sandbox::HostView::minimal;
-    else if (value == "full") settings.host_view = sandbox::HostView::full;
-    else return usage("--host-view must be minimal or full, not '" + shown + "'.");
-  } else if (argument == "--memory" || argument == "--file-size") {
-    auto& into = argument == "--memory" ? settings.memory_bytes : settings.file_size_bytes;
-    into = parse_byte_size(value);
-    if (!into) return usage(std::string(argument) + " needs a size such as 512M, not '" + shown + "'.");
-  } else if (argument == "--uid" || argument == "--gid") {
-    const auto id = parse_count(value);
-    if (!id || *id > 4294967294U) return usage(std::string(argument) + " needs a host id, not '" + shown + "'.");
-    if (argument == "--uid") settings.uid = static_cast<uid_t>(*id);
-    else settings.gid = static_cast<gid_t>(*id);
-  } else {
-    auto& into = argument == "--pids" ? settings.processes : settings.open_files;
-    into = parse_count(value);
-    if (!into) return usage(std::string(argument) + " needs a number, not '" + shown + "'.");
+  if (row == nullptr) {
+    options.desk_directory = std::filesystem::path(std::string(value));
+    return true;
   }
+  DESKD_RETURN_IF_ERROR(take_value(*row, value, options));
   return true;
 }
 
@@ -98,6 +109,10 @@ Result<void> check_sandbox_options(const SandboxOptions& options) {
     const std::string named = network == sandbox::NetworkMode::host ? "--net host" : "no network (--net none)";
     return usage("--allow limits a sandbox only under --net allowlist, and this one has " + named +
                  ", so the list would be ignored; add --net allowlist to limit it to these hosts, or leave out --allow.");
+  }
+  if (!(options.settings.egress == sandbox::EgressLimits{}) && network != sandbox::NetworkMode::allowlist) {
+    return usage("--egress-connections, --egress-size and --egress-idle limit only the allowlist network's proxy, "
+                 "and this sandbox has none; add --net allowlist, or leave them out.");
   }
   return success();
 }

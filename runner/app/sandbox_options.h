@@ -1,8 +1,8 @@
 #pragma once
 // The sandbox options that `deskd sandbox`, `deskd shell` and `deskd mcp` share — the desk
-// folder, hidden paths, network, limits, ids, hostname, variables — parsed one argument at a
-// time so that each command keeps its own options beside them, and turned into a
-// SandboxSpec the same way everywhere.
+// folder and the flags of the sandbox key table (sandbox/sandbox_keys.h) — parsed one
+// argument at a time so that each command keeps its own options beside them, and turned
+// into a SandboxSpec the same way everywhere.
 
 #include <cstddef>
 #include <cstdint>
@@ -24,8 +24,9 @@ struct SandboxOptions {
   sandbox::SandboxSettings settings;                ///< Everything else, as the config states it too.
 };
 
-/// The usage lines of every option but --desk, whose wording differs between commands.
-extern const char* const kSandboxOptionsHelp;
+/// The usage lines of every option but --desk, whose wording differs between commands:
+/// the flags of sandbox/sandbox_keys.h.
+std::string sandbox_options_help();
 
 /// If arguments[index] is a sandbox option, stores it and its value in `options`, leaves
 /// `index` on the value and returns true; returns false for any other argument. Refuses a

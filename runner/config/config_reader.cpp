@@ -45,6 +45,10 @@ std::optional<std::string> TableReader::string(std::string_view key) {
 }
 
 std::optional<std::string> TableReader::choice(std::string_view key, std::initializer_list<std::string_view> choices) {
+  return choice(key, std::span<const std::string_view>(choices.begin(), choices.size()));
+}
+
+std::optional<std::string> TableReader::choice(std::string_view key, std::span<const std::string_view> choices) {
   auto value = string(key);
   if (!value) return std::nullopt;
   std::string listed;

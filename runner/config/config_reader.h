@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -59,6 +60,7 @@ class TableReader {
   std::optional<std::string> string(std::string_view key);
   /// A string that must be one of `choices`.
   std::optional<std::string> choice(std::string_view key, std::initializer_list<std::string_view> choices);
+  std::optional<std::string> choice(std::string_view key, std::span<const std::string_view> choices);
   std::optional<bool> boolean(std::string_view key);
   /// An integer or a float within `range`.
   std::optional<double> number(std::string_view key, NumberRange range);

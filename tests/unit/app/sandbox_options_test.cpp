@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "runner/app/desk_tool_options.h"
+#include "sandbox/sandbox_keys.h"
 
 namespace deskd::app {
 namespace {
@@ -161,6 +162,52 @@ TEST(SandboxOptionsTest, AnAllowListWithoutTheAllowlistNetworkIsRefusedNotIgnore
   EXPECT_FALSE(check_sandbox_options(options).ok()) << "no --net is no network";
   ASSERT_EQ(take_sandbox({"--net", "allowlist"}, options), "");
   EXPECT_TRUE(check_sandbox_options(options).ok());
+}
+
+TEST(SandboxOptionsTest, TheCpuAndEgressLimitsHaveFlagsAndTheirBounds) {
+  SandboxOptions options;
+  EXPECT_EQ(take_sandbox({"--cpus", "1.5", "--net", "allowlist", "--egress-connections", "8", "--egress-size", "1G",
+                          "--egress-idle", "60"},
+                         options),
+            "");
+  EXPECT_EQ(options.settings.cpus, 1.5);
+  EXPECT_EQ(options.settings.egress.connections, 8u);
+  EXPECT_EQ(options.settings.egress.bytes, std::uint64_t{1} << 30);
+  EXPECT_EQ(options.settings.egress.idle_seconds, 60u);
+  EXPECT_TRUE(check_sandbox_options(options).ok());
+  // The bounds are the config's, from the one key table.
+  EXPECT_EQ(take_sandbox({"--cpus", "0"}, options), "--cpus needs a number of CPUs from 0.01 to 4096, not '0'.");
+  EXPECT_EQ(take_sandbox({"--egress-connections", "5000"}, options), "--egress-connections must be 1 to 4096, not '5000'.");
+  EXPECT_EQ(take_sandbox({"--memory", "1M"}, options), "--memory must be 16 to 1099511627776 MiB, not '1M'.");
+  EXPECT_THAT(take_sandbox({"--env", "1X"}, options), HasSubstr("--env: '1X' is not an environment variable name"));
+}
+
+TEST(SandboxOptionsTest, EgressLimitsWithoutTheAllowlistNetworkAreRefusedNotIgnored) {
+  SandboxOptions options;
+  ASSERT_EQ(take_sandbox({"--egress-idle", "60"}, options), "");
+  const auto checked = check_sandbox_options(options);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_THAT(checked.error().what, HasSubstr("add --net allowlist"));
+}
+
+TEST(SandboxOptionsTest, EveryKeyTableFlagIsACommandLineOptionAndInTheHelp) {
+  const std::string help = sandbox_options_help();
+  for (const sandbox::SandboxKey& row : sandbox::sandbox_keys()) {
+    if (row.flag.empty()) {
+      EXPECT_FALSE(row.only_here_because.empty()) << row.key << " has no flag and says not why";
+      continue;
+    }
+    if (row.key.empty()) {
+      EXPECT_FALSE(row.only_here_because.empty()) << row.flag << " has no key and says not why";
+    }
+    EXPECT_THAT(help, HasSubstr(std::string(row.flag) + " ")) << row.flag;
+    SandboxOptions options;
+    std::size_t index = 0;
+    const std::string_view arguments[] = {row.flag, "1"};
+    // Taken (or refused for its value, "1" being no network mode): never left to the command.
+    const auto taken = take_sandbox_option(arguments, index, options);
+    EXPECT_TRUE(!taken.ok() || *taken) << row.flag;
+  }
 }
 
 }  // namespace
