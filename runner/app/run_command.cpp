@@ -6,6 +6,8 @@
 #include <string>
 
 #include "base/command_line.h"
+#include "base/exception_text.h"
+#include "base/task_group.h"
 #include "base/terminal_text.h"
 #include "runner/app/command_options.h"
 #include "runner/app/desk_tool_options.h"
@@ -140,9 +142,15 @@ int run_turn(RunRequest& request) {
   desk::DeskRuntime desk(io.get_executor(), {.name = desk_name}, bus, runner, clock, parts);
   auto events = bus.subscribe(io.get_executor(), 100000);
 
-  asio::cancellation_signal stop;
+  // The desk runs as a child of this command: cancelled (its turn over, or ^C) and
+  // awaited. Should it fail instead of stopping, the command says so and stops waiting for
+  // its events.
+  TaskGroup desk_run(io.get_executor(), [&events](std::exception_ptr escaped) {
+    std::fprintf(stderr, "deskd run: the desk failed: %s\n", describe_exception(escaped).c_str());
+    events->close();
+  });
   auto main = [&]() -> asio::awaitable<int> {
-    asio::co_spawn(io, desk.run(), asio::bind_cancellation_slot(stop.slot(), asio::detached));
+    desk_run.spawn(desk.run());
     desk::Trigger trigger;
     // Named here so that the loop below waits for this message's turn: triggers that a
     // killed deskd left unfinished are re-delivered first, and their ends are not ours.
@@ -153,7 +161,7 @@ int run_turn(RunRequest& request) {
     trigger.sender = "the command line";
     if (auto submitted = desk.submit(trigger); !submitted.ok()) {
       std::fprintf(stderr, "deskd run: %s\n", submitted.error().what.c_str());
-      stop.emit(asio::cancellation_type::terminal);
+      desk_run.emit(asio::cancellation_type::terminal);
       co_return 125;
     }
     int status = 1;
@@ -168,13 +176,14 @@ int run_turn(RunRequest& request) {
                               (event->kind == desk::event_kind::kTurnFailed && !event->data.contains("rollover"));
       if (ours && turn_ended) {
         if (event->kind == desk::event_kind::kTurnFinished) status = 0;
-        stop.emit(asio::cancellation_type::terminal);
+        desk_run.emit(asio::cancellation_type::terminal);
       }
       if (event->kind == desk::event_kind::kDeskStopped) break;
     }
+    co_await desk_run.async_wait();
     co_return status;
   };
-  return run_until_done(io, main(), [&] { stop.emit(asio::cancellation_type::terminal); });
+  return run_until_done(io, main(), [&] { desk_run.emit(asio::cancellation_type::terminal); });
 }
 
 }  // namespace

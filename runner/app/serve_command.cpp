@@ -16,6 +16,8 @@
 #include <cstring>
 
 #include "base/command_line.h"
+#include "base/exception_text.h"
+#include "base/task_group.h"
 #include "runner/config/config.h"
 #include "runner/config/state_folder_check.h"
 #include "runner/control/control_server.h"
@@ -221,10 +223,15 @@ int serve(const std::filesystem::path& config_path) {
     log->error(server.error().what);
     return 1;
   }
-  asio::co_spawn(io, log_events(daemon.subscribe(), log), asio::detached);
+  // deskd's own coroutines: none is left to end unseen. They end with the loop (io.stop()
+  // once the daemon and the socket have stopped), so the group is never awaited.
+  TaskGroup serving(io.get_executor(), [log](std::exception_ptr escaped) {
+    log->error("a coroutine of deskd serve ended: " + describe_exception(escaped));
+  });
+  serving.spawn(log_events(daemon.subscribe(), log));
   // The socket serves from here on, while the desks start beside it: `deskctl desks` shows
   // them "starting", and what is sent to one waits until it runs.
-  asio::co_spawn(io, (*server)->run(), asio::detached);
+  serving.spawn((*server)->run());
   daemon.start([&daemon, log, socket_path](std::size_t started) {
     log->info(fmt::format("deskd serving {} of {} desks on {}", started, daemon.desks().size(), socket_path.native()));
     notify_systemd(("STATUS=" + daemon.status_line()).c_str());
@@ -232,7 +239,7 @@ int serve(const std::filesystem::path& config_path) {
   log->info(fmt::format("deskd listening on {}; starting {} desks", socket_path.native(), daemon.desks().size()));
   notify_systemd(("READY=1\nSTATUS=" + daemon.status_line()).c_str());
   if (std::uint64_t watchdog = 0; sd_watchdog_enabled(0, &watchdog) > 0) {
-    asio::co_spawn(io, ping_watchdog(std::chrono::microseconds(watchdog)), asio::detached);
+    serving.spawn(ping_watchdog(std::chrono::microseconds(watchdog)));
     log->info(fmt::format("pinging the systemd watchdog every {} ms", watchdog / 2000));
   }
 
@@ -243,10 +250,15 @@ int serve(const std::filesystem::path& config_path) {
     // socket, and followers see the running turns end; then they are told it is over.
     (*server)->begin_stopping("deskd is stopping and takes no new requests; running turns get up to " +
                               std::to_string(grace.count()) + " ms to finish.");
-    co_await daemon.stop(grace);
-    co_await (*server)->stop(std::chrono::seconds(1));
-    stopped_cleanly = true;
-    log->info("deskd stopped");
+    // A stop that fails still ends deskd, with status 1.
+    try {
+      co_await daemon.stop(grace);
+      co_await (*server)->stop(std::chrono::seconds(1));
+      stopped_cleanly = true;
+      log->info("deskd stopped");
+    } catch (const std::exception& error) {
+      log->error(std::string("stopping failed: ") + error.what());
+    }
     io.stop();
   };
   std::function<void(const boost::system::error_code&, int)> on_signal;
@@ -259,7 +271,7 @@ int serve(const std::filesystem::path& config_path) {
       shutting_down = true;
       log->info(
           fmt::format("{} received: stopping (grace {} ms)", number == SIGTERM ? "SIGTERM" : "SIGINT", grace.count()));
-      asio::co_spawn(io, shutdown(), asio::detached);
+      serving.spawn(shutdown());
     } else {
       // A second signal: the person will not wait. The sandboxes die with deskd.
       log->warn("second signal: exiting at once");

@@ -51,6 +51,7 @@ Connection::Connection(stream_protocol::socket socket, std::shared_ptr<Connectio
     : socket_(std::move(socket)),
       context_(std::move(context)),
       writable_(socket_.get_executor(), asio::steady_timer::time_point::max()),
+      closed_signal_(socket_.get_executor(), asio::steady_timer::time_point::max()),
       flush_deadline_(socket_.get_executor()),
       request_deadline_(socket_.get_executor()) {}
 
@@ -202,6 +203,7 @@ void Connection::close() {
   writable_.cancel();
   flush_deadline_.cancel();
   request_deadline_.cancel();
+  closed_signal_.cancel();
 }
 
 // Answers one request line.
@@ -322,6 +324,18 @@ asio::awaitable<void> Connection::serve(std::shared_ptr<Connection> self) {
   // sent is still written, as far as it reads it.
   self->end_follows();
   self->finish_then_close();
+}
+
+asio::awaitable<void> Connection::serve_until_closed(std::shared_ptr<Connection> self) {
+  // Made before it is awaited: GCC 12 mishandles the copied argument of a coroutine
+  // called inside a co_await expression.
+  asio::awaitable<void> serving = serve(self);
+  co_await std::move(serving);
+  // serve() ends at the last request; the replies and the goodbye may still be on their way.
+  while (!self->closed_) {
+    (void)co_await self->closed_signal_.async_wait(kAwait);
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) self->close();
+  }
 }
 
 }  // namespace deskd::control

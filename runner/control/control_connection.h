@@ -60,6 +60,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   /// Reads and answers request lines until the client goes away or the connection closes.
   static boost::asio::awaitable<void> serve(std::shared_ptr<Connection> self);
+  /// serve(), then waits until the connection has closed (its last replies and goodbye
+  /// written, or given up on): the whole life of a connection, as the server's group of
+  /// connections awaits it. Cancelled, it closes the connection.
+  static boost::asio::awaitable<void> serve_until_closed(std::shared_ptr<Connection> self);
 
   /// Queues one reply line (without its newline). A client whose queue already holds its
   /// cap is too slow: it gets one too_slow line instead and is dropped.
@@ -109,6 +113,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::local::stream_protocol::socket socket_;
   std::shared_ptr<ConnectionContext> context_;
   boost::asio::steady_timer writable_;        // cancelled whenever the queue shrinks
+  boost::asio::steady_timer closed_signal_;   // never expires; cancelled by close()
   boost::asio::steady_timer flush_deadline_;  // a closing connection's last chance to write
   boost::asio::steady_timer request_deadline_;  // restarted at each complete request line
   std::string sender_;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <thread>
 
 #include "base/asio_await.h"
+#include "base/task_group.h"
 #include "runner/control/control_connection.h"
 #include "runner/control/control_protocol.h"
 #include "runner/control/control_service.h"
@@ -25,6 +27,7 @@ namespace deskd::control {
 namespace asio = boost::asio;
 namespace json = boost::json;
 using asio::local::stream_protocol;
+using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
@@ -46,7 +49,8 @@ struct ControlServer::State {
         backoff(executor),
         settings(std::move(settings_)),
         context(std::make_shared<ConnectionContext>(executor, service, settings.client_buffer_bytes, settings.warn,
-                                                    settings.request_deadline)) {}
+                                                    settings.request_deadline)),
+        serving(executor, [context = context](std::exception_ptr escaped) { report_escape(escaped, *context); }) {}
   stream_protocol::acceptor acceptor;
   asio::steady_timer backoff;
   ControlServerSettings settings;
@@ -55,7 +59,9 @@ struct ControlServer::State {
     std::weak_ptr<Connection> connection;
     uid_t uid;
   };
-  std::list<Served> connections;
+  std::list<Served> connections;  // for the limits; `serving` runs them
+  // Each served connection from its first read to its close; stop() waits for them all.
+  TaskGroup serving;
   bool closed = false;
   bool socket_created = false;
 
@@ -251,8 +257,7 @@ asio::awaitable<void> ControlServer::run() {
       continue;
     }
     state->connections.push_back({connection, peer->uid});
-    asio::co_spawn(state->acceptor.get_executor(), Connection::serve(connection),
-                   [context = state->context](std::exception_ptr escaped) { report_escape(escaped, *context); });
+    state->serving.spawn(Connection::serve_until_closed(connection));
   }
 }
 
@@ -277,12 +282,8 @@ asio::awaitable<void> ControlServer::stop(std::chrono::milliseconds flush_timeou
   for (auto& served : state->connections) {
     if (auto connection = served.connection.lock()) connection->end_for_stop(message);
   }
-  asio::steady_timer wait(state->acceptor.get_executor());
-  const auto give_up = std::chrono::steady_clock::now() + flush_timeout;
-  while (state->live_connections() > 0 && std::chrono::steady_clock::now() < give_up) {
-    wait.expires_after(std::chrono::milliseconds(10));
-    co_await wait.async_wait(kAwait);
-  }
+  // Their goodbyes get up to `flush_timeout` to be written; close() ends the rest.
+  co_await (state->serving.async_wait() || expire_after(flush_timeout));
   close();
 }
 

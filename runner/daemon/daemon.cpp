@@ -1,10 +1,13 @@
 #include "runner/daemon/daemon.h"
 
 #include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/json.hpp>
 
 #include <algorithm>
 
+#include "base/asio_await.h"
+#include "base/exception_text.h"
 #include "runner/daemon/daemon_slot.h"
 #include "runner/daemon/desk_assembly.h"
 #include "runner/daemon/proposal_decision.h"
@@ -18,6 +21,7 @@ namespace deskd::app {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
+using namespace asio::experimental::awaitable_operators;
 
 
 namespace {
@@ -27,16 +31,22 @@ Error unknown_desk(const std::string& name) { return Error::make(ErrorCode::not_
 }  // namespace
 
 Daemon::Daemon(asio::any_io_executor executor, Config config, const Clock& clock, DaemonLog log)
-    : executor_(std::move(executor)), config_(std::move(config)), clock_(clock), log_(std::move(log)), bus_(clock) {
+    : executor_(std::move(executor)),
+      config_(std::move(config)),
+      clock_(clock),
+      log_(std::move(log)),
+      bus_(clock),
+      reloads_(executor_, [this](std::exception_ptr escaped) {
+        log_.error("the reload ended: " + describe_exception(escaped));
+      }),
+      desk_came_back_(executor_, asio::steady_timer::time_point::max()) {
   bus_.add_sink([this](const desk::Event& event) {
     history_.add(event);
     journal_daemon_event(event);
     track_waiting(event);
   });
   for (const auto& desk_config : config_.desks) {
-    auto slot = std::make_unique<Slot>();
-    slot->config = desk_config;
-    slots_.emplace(desk_config.name, std::move(slot));
+    slots_.emplace(desk_config.name, make_slot(desk_config));
   }
 }
 
@@ -99,16 +109,23 @@ void Daemon::track_waiting(const desk::Event& event) {
   slot.waiting.erase(waiting);
 }
 
+std::unique_ptr<Daemon::Slot> Daemon::make_slot(const DeskConfig& desk) {
+  const auto report = [this, name = desk.name](std::string what) {
+    return [this, name, what = std::move(what)](std::exception_ptr escaped) {
+      log_.error(what + " ended: " + describe_exception(escaped), about_desk(name));
+    };
+  };
+  return std::make_unique<Slot>(executor_, desk, report("desk " + desk.name),
+                                report("the schedules of desk " + desk.name));
+}
+
 asio::awaitable<void> Daemon::stop(std::chrono::milliseconds grace) {
   stopping_ = true;
   abandon_starting_ = true;
-  asio::steady_timer timer(executor_);
   // A reload under way finishes first (it starts nothing once deskd is stopping), and desks
   // being assembled come back (kept stopped), so that the desks below are every desk there is.
-  while (reloading_ || starting_ > 0) {
-    timer.expires_after(std::chrono::milliseconds(10));
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
+  co_await reloads_.async_wait();
+  while (starting_ > 0) (void)co_await desk_came_back_.async_wait(kAwait);
   std::vector<Slot*> every_slot;
   for (auto& [name, slot] : slots_) every_slot.push_back(slot.get());
   co_await stop_slots(every_slot, grace);
@@ -116,33 +133,28 @@ asio::awaitable<void> Daemon::stop(std::chrono::milliseconds grace) {
 
 asio::awaitable<void> Daemon::stop_slots(std::vector<Slot*> slots, std::chrono::milliseconds grace) {
   for (Slot* slot : slots) {
-    slot->stop_scheduler.emit(asio::cancellation_type::terminal);
+    slot->scheduler_part.emit(asio::cancellation_type::terminal);
     if (slot->desk) slot->desk->runtime->drain();  // the grace is for running turns, not queued ones
   }
-  asio::steady_timer timer(executor_);
-  const auto give_up = std::chrono::steady_clock::now() + grace;
-  const auto any_turn_running = [&] {
-    for (Slot* slot : slots) {
-      if (slot->desk && slot->desk->runtime->state() == desk::DeskState::running) return true;
+  // One waiter for each running turn; the grace ends when they all have, or at its end.
+  TaskGroup turns(executor_, {});  // until_no_turn throws only when cancelled below
+  for (Slot* slot : slots) {
+    if (slot->desk && slot->desk->runtime->state() == desk::DeskState::running) {
+      turns.spawn(slot->desk->runtime->until_no_turn());
     }
-    return false;
-  };
-  if (any_turn_running()) log_.info("waiting up to " + std::to_string(grace.count()) + " ms for running turns");
-  while (any_turn_running() && std::chrono::steady_clock::now() < give_up) {
-    timer.expires_after(std::chrono::milliseconds(20));
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
   }
-  for (Slot* slot : slots) slot->stop_desk.emit(asio::cancellation_type::terminal);
-  // Each desk ends its turn, closes its bash and sandbox, and reports DESK_STOPPED.
-  const auto any_running = [&] {
-    for (Slot* slot : slots) {
-      if (slot->desk_running || slot->scheduler_running) return true;
-    }
-    return false;
-  };
-  while (any_running()) {
-    timer.expires_after(std::chrono::milliseconds(10));
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  if (!turns.empty()) {
+    log_.info("waiting up to " + std::to_string(grace.count()) + " ms for running turns");
+    co_await (turns.async_wait() || expire_after(grace));
+    turns.emit(asio::cancellation_type::terminal);
+    co_await turns.async_wait();
+  }
+  // Each desk ends its turn, closes its bash and sandbox, and reports DESK_STOPPED; the
+  // schedules finish the journal writes they are waiting for.
+  for (Slot* slot : slots) slot->runtime_part.emit(asio::cancellation_type::terminal);
+  for (Slot* slot : slots) {
+    co_await slot->runtime_part.async_wait();
+    co_await slot->scheduler_part.async_wait();
   }
 }
 

@@ -8,7 +8,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/task_group.h"
 #include "runner/config/config.h"
 #include "runner/control/control_service.h"
 #include "runner/control/event_history.h"
@@ -120,11 +121,11 @@ class Daemon final : public control::ControlService {
   void finish_starting(Slot& slot, Result<std::unique_ptr<AssembledDesk>> assembled);
   /// Sends what the slot held while it started, or refuses it with `refusal`.
   void release_held(Slot& slot, const std::optional<Error>& refusal);
-  /// Runs one of a desk's coroutines (its runtime, its schedules) until it ends or `stop` is
-  /// emitted; `running` is true meanwhile, and an escaped exception is logged as `what` ended,
-  /// about `desk`.
-  void spawn_desk_part(boost::asio::awaitable<void> part, boost::asio::cancellation_signal& stop, bool& running,
-                       std::string what, std::string desk);
+  /// A slot for this desk, its parts' groups logging an escaped exception about it.
+  std::unique_ptr<Slot> make_slot(const DeskConfig& desk);
+  /// Runs one of a desk's coroutines (its runtime, its schedules) in `group` until it ends or
+  /// the group is cancelled; `running` is true meanwhile.
+  static void spawn_desk_part(boost::asio::awaitable<void> part, TaskGroup& group, bool& running);
   /// Stops these desks as stop() stops every desk, and waits until each has closed.
   boost::asio::awaitable<void> stop_slots(std::vector<Slot*> slots, std::chrono::milliseconds grace);
   struct ReloadPlan;
@@ -156,7 +157,12 @@ class Daemon final : public control::ControlService {
   mutable std::mutex waiting_mutex_;  // guards each Slot's waiting messages: sinks run on the publishing thread
   bool stopping_ = false;
   bool reloading_ = false;
+  // Reloads and the refusals of a second one; stop() waits for them.
+  TaskGroup reloads_;
   std::size_t starting_ = 0;  // slots being assembled off the loop
+  // Cancelled (never expires) each time a desk being assembled comes back to the loop:
+  // what waits for desks to start waits on it.
+  boost::asio::steady_timer desk_came_back_;
   std::atomic<bool> abandon_starting_ = false;  // stop() began: assemblies not yet begun are not
   // Where desks are assembled: building a sandbox and trying it blocks for milliseconds, so
   // off the event loop, two at a time. Last member: joined before the slots go.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 
+#include "base/asio_await.h"
 #include "runner/daemon/daemon.h"
 #include "runner/daemon/daemon_slot.h"
 
@@ -53,7 +54,7 @@ std::string changed_runner_keys(const RunnerConfig& now, const RunnerConfig& nex
 }  // namespace
 
 void Daemon::reload(const std::string& who, std::function<void(Result<control::ReloadOutcome>)> done) {
-  asio::co_spawn(executor_, reload_and_answer(who, std::move(done)), asio::detached);
+  reloads_.spawn(reload_and_answer(who, std::move(done)));
 }
 
 asio::awaitable<void> Daemon::reload_and_answer(std::string who,
@@ -83,11 +84,7 @@ asio::awaitable<Result<control::ReloadOutcome>> Daemon::reload_config(std::strin
   reloading_ = true;
   // Desks still starting (a reload soon after deskd started) come back first: their slots
   // are in use off the loop until then.
-  asio::steady_timer timer(executor_);
-  while (starting_ > 0) {
-    timer.expires_after(std::chrono::milliseconds(10));
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
+  while (starting_ > 0) (void)co_await desk_came_back_.async_wait(kAwait);
   // Planned and applied outside this frame: GCC 12 warns falsely (-Wmismatched-new-delete)
   // about coroutine frames that hold a Config.
   std::shared_ptr<ReloadPlan> plan;
@@ -166,8 +163,7 @@ control::ReloadOutcome Daemon::apply_reload(ReloadPlan& plan) {
     }
     const bool restarted = std::find(plan.restarted.begin(), plan.restarted.end(), desk.name) != plan.restarted.end();
     if (!restarted) started.push_back(desk.name);
-    auto slot = std::make_unique<Slot>();
-    slot->config = desk;
+    auto slot = make_slot(desk);
     Slot& placed = *slot;
     {
       const std::lock_guard lock(waiting_mutex_);

@@ -2,7 +2,7 @@
 // What the daemon holds for one desk of its config; shared by daemon.cpp and
 // daemon_reload.cpp, and by nothing else.
 
-#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/any_io_executor.hpp>
 
 #include <cstddef>
 #include <functional>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/task_group.h"
 #include "runner/daemon/daemon.h"
 #include "runner/daemon/desk_assembly.h"
 #include "runner/journal/journal.h"
@@ -19,12 +20,20 @@
 namespace deskd::app {
 
 struct Daemon::Slot {
+  Slot(const boost::asio::any_io_executor& executor, DeskConfig config_in, TaskGroup::ReportEscaped report_runtime,
+       TaskGroup::ReportEscaped report_schedules)
+      : config(std::move(config_in)),
+        runtime_part(executor, std::move(report_runtime)),
+        scheduler_part(executor, std::move(report_schedules)) {}
+
   DeskConfig config;
   std::string error;  // why the desk is stopped, when it could not start
   std::unique_ptr<AssembledDesk> desk;
   std::optional<desk::Journal> failure_journal;  // a desk that could not start still records why
-  boost::asio::cancellation_signal stop_desk;
-  boost::asio::cancellation_signal stop_scheduler;
+  // The desk's two parts, each a group of one: its schedules are cancelled first, its
+  // runtime after the grace for a running turn; stop_slots waits for both.
+  TaskGroup runtime_part;
+  TaskGroup scheduler_part;
   bool desk_running = false;
   bool scheduler_running = false;
   // Being assembled off the event loop (Daemon::begin_starting): its config is read there,

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "base/asio_await.h"
 #include "runner/daemon/daemon.h"
 #include "runner/daemon/daemon_slot.h"
 #include "runner/daemon/desk_assembly.h"
@@ -36,11 +37,7 @@ void Daemon::start(std::function<void(std::size_t started)> started) {
   asio::co_spawn(
       executor_,
       [this]() -> asio::awaitable<std::size_t> {
-        asio::steady_timer timer(executor_);
-        while (starting_ > 0) {
-          timer.expires_after(std::chrono::milliseconds(5));
-          co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-        }
+        while (starting_ > 0) (void)co_await desk_came_back_.async_wait(kAwait);
         std::size_t running = 0;
         for (const auto& [name, slot] : slots_) running += slot->desk_running ? 1 : 0;
         co_return running;
@@ -70,14 +67,10 @@ asio::awaitable<void> Daemon::start_slots(std::vector<Slot*> slots) {
 }
 
 asio::awaitable<void> Daemon::wait_until_started(std::vector<Slot*> slots) {
-  asio::steady_timer timer(executor_);
   const auto any_starting = [&] {
     return std::any_of(slots.begin(), slots.end(), [](const Slot* slot) { return slot->starting; });
   };
-  while (any_starting()) {
-    timer.expires_after(std::chrono::milliseconds(5));
-    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
+  while (any_starting()) (void)co_await desk_came_back_.async_wait(kAwait);
 }
 
 void Daemon::begin_starting(std::vector<Slot*> slots) {
@@ -171,6 +164,7 @@ void Daemon::assemble_slot(Slot& slot, Result<std::optional<DeskIds>> ids) {
 void Daemon::finish_starting(Slot& slot, Result<std::unique_ptr<AssembledDesk>> assembled) {
   slot.starting = false;
   --starting_;
+  desk_came_back_.cancel();  // what waits for starting desks looks again
   const std::string& name = slot.config.name;
   if (assembled.ok() && stopping_) {
     assembled = Error::make(ErrorCode::refused, "deskd began to stop before the desk had started.");
@@ -189,9 +183,8 @@ void Daemon::finish_starting(Slot& slot, Result<std::unique_ptr<AssembledDesk>> 
   }
   slot.failure_journal.reset();
   slot.desk = std::move(assembled).value();
-  spawn_desk_part(slot.desk->runtime->run(), slot.stop_desk, slot.desk_running, "desk " + name, name);
-  spawn_desk_part(slot.desk->scheduler->run(), slot.stop_scheduler, slot.scheduler_running,
-                  "the schedules of desk " + name, name);
+  spawn_desk_part(slot.desk->runtime->run(), slot.runtime_part, slot.desk_running);
+  spawn_desk_part(slot.desk->scheduler->run(), slot.scheduler_part, slot.scheduler_running);
   log_.info("desk " + name + " started (" + slot.desk->model_description + ", " + slot.config.mode + ", " +
                 std::to_string(slot.config.schedules.size()) + " schedules)",
             about_desk(name));
@@ -214,20 +207,16 @@ void Daemon::release_held(Slot& slot, const std::optional<Error>& refusal) {
   }
 }
 
-void Daemon::spawn_desk_part(asio::awaitable<void> part, asio::cancellation_signal& stop, bool& running,
-                             std::string what, std::string desk) {
+void Daemon::spawn_desk_part(asio::awaitable<void> part, TaskGroup& group, bool& running) {
   running = true;
-  asio::co_spawn(executor_, std::move(part),
-                 asio::bind_cancellation_slot(stop.slot(), [this, &running, what = std::move(what),
-                                                            desk = std::move(desk)](std::exception_ptr escaped) {
-                   running = false;
-                   if (!escaped) return;
-                   try {
-                     std::rethrow_exception(escaped);
-                   } catch (const std::exception& error) {
-                     log_.error(what + " ended: " + error.what(), about_desk(desk));
-                   }
-                 }));
+  group.spawn([](asio::awaitable<void> part_in, bool& running_in) -> asio::awaitable<void> {
+    // Not running from the moment it ends, thrown or not (the group reports what it threw).
+    struct EndsRunning {
+      bool& running;
+      ~EndsRunning() { running = false; }
+    } ends_running{running_in};
+    co_await std::move(part_in);
+  }(std::move(part), running));
 }
 
 void Daemon::hold(Slot& slot, const std::string& text, const std::string& sender,

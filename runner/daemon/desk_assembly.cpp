@@ -222,7 +222,10 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   desk::DeskRuntime* runtime = desk->runtime.get();
   desk->scheduler = std::make_unique<desk::Scheduler>(
       executor, desk_config.schedules, schedule_settings,
-      [runtime](desk::Trigger trigger) { return runtime->submit(std::move(trigger)); }, bus, clock);
+      [runtime](desk::Trigger trigger, desk::Scheduler::Acknowledgement acknowledged) {
+        runtime->submit(std::move(trigger), std::move(acknowledged));
+      },
+      bus, clock);
   return desk;
 }
 

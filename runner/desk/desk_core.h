@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "base/task_group.h"
 #include "runner/desk/desk_runtime.h"
 
 namespace deskd::desk {
@@ -52,8 +53,10 @@ struct DeskCore : std::enable_shared_from_this<DeskCore> {
   std::vector<Trigger> delivered_steering;
   // The running turn's stall watch: a subagent's event is progress of the turn too.
   std::function<void()> turn_progress;
-  // /btw questions answered beside the turn, cancelled when the desk stops.
-  std::vector<std::shared_ptr<boost::asio::cancellation_signal>> beside;
+  // Answers beside the turn (/btw, /journal): cancelled and awaited as a group when the desk stops.
+  TaskGroup beside;
+  // Cancelled whenever a turn ends (it never expires): what waits for the running turn.
+  boost::asio::steady_timer turn_ended;
 
   /// Lends the desk's publish to its subagents (parts.subagents) while it runs.
   void attach_subagents();

@@ -84,7 +84,10 @@ DeskCore::DeskCore(asio::any_io_executor executor_in, DeskSettings settings_in, 
       clock(clock_in),
       parts(std::move(parts_in)),
       inbox([this](const char* kind, json::object data) { publish(kind, std::move(data)); }),
-      wake(executor, asio::steady_timer::time_point::max()) {
+      wake(executor, asio::steady_timer::time_point::max()),
+      // Its children catch what they throw: the answer says it (answer_beside).
+      beside(executor, {}),
+      turn_ended(executor, asio::steady_timer::time_point::max()) {
   if (parts.journal != nullptr) worker = std::make_unique<asio::thread_pool>(1);
 }
 
@@ -287,6 +290,7 @@ awaitable<void> DeskCore::run_turn(const Trigger& trigger, std::string message) 
   running_trigger.reset();
   turn_stop.reset();
   state = DeskState::idle;
+  turn_ended.cancel();
   if (desk_stopping) throw boost::system::system_error(asio::error::operation_aborted);
 }
 
@@ -382,6 +386,16 @@ void DeskRuntime::submit(Trigger trigger, Acknowledgement acknowledged) {
   }
 }
 
+awaitable<void> DeskRuntime::until_no_turn() {
+  auto core = core_;
+  while (core->state == DeskState::running) {
+    (void)co_await core->turn_ended.async_wait(kAwait);
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+      throw boost::system::system_error(asio::error::operation_aborted);
+    }
+  }
+}
+
 awaitable<void> DeskRuntime::run() {
   auto core = core_;
   core->state = core->parts.journal != nullptr ? DeskState::starting : DeskState::idle;
@@ -415,15 +429,15 @@ awaitable<void> DeskRuntime::run() {
   co_await asio::this_coro::throw_if_cancelled(false);
   // Each /btw still running is cancelled, and waited for: its answer uses the desk's parts,
   // which the daemon may free (a reload) as soon as run() is over.
-  for (const auto& signal : std::vector(core->beside)) signal->emit(asio::cancellation_type::terminal);
-  asio::steady_timer side_questions(core->executor);
+  core->beside.emit(asio::cancellation_type::terminal);
   while (!core->beside.empty()) {
-    side_questions.expires_after(std::chrono::milliseconds(10));
-    (void)co_await side_questions.async_wait(kAwait);
+    co_await core->beside.async_wait();
+    co_await asio::this_coro::reset_cancellation_state();  // cancelled again: still waited for
   }
   co_await core->runner->close();
   if (core->parts.tool_registry) co_await core->parts.tool_registry->close();
   core->state = DeskState::stopped;
+  core->turn_ended.cancel();
   if (core->parts.subagents != nullptr) core->parts.subagents->attach(nullptr, nullptr);
   core->publish(event_kind::kDeskStopped);
 }

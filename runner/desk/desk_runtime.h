@@ -118,6 +118,10 @@ class DeskRuntime {
   /// stop: drain, give the running turn its grace, then cancel run().
   void drain();
 
+  /// Returns once no turn runs (at once when none does): the grace of a clean stop, waited
+  /// for without polling. Cancelling the waiting coroutine ends the wait.
+  boost::asio::awaitable<void> until_no_turn();
+
   /// Handles triggers one at a time until cancelled; first reads the journal (off the event
   /// loop, the desk "starting" meanwhile): reports its damaged lines, finishes triggers
   /// whose turn ended and re-delivers the others (TRIGGER_REDELIVERED, with why), ahead of

@@ -141,11 +141,16 @@ struct SchedulerSettings {
 ///
 /// An unreadable state file is reported as one SCHEDULE_MISSED {"reason", "state_file"}
 /// and the schedules start afresh (as on a first start). A submit that fails is reported as
-/// SCHEDULE_MISSED with the submit's error as reason. run() returns normally once
-/// cancelled; the Scheduler must outlive it.
+/// SCHEDULE_MISSED with the submit's error as reason. A firing counts (checked_until moves
+/// past it) only once `submit` has acknowledged it, i.e. once the desk's journal holds it;
+/// the loop is never blocked meanwhile. run() returns normally once cancelled (after the
+/// acknowledgements it waits for); the Scheduler must outlive it.
 class Scheduler {
  public:
-  using Submit = std::function<Result<void>(Trigger)>;
+  /// Hands a trigger to the desk and calls the acknowledgement (on any thread) once it is
+  /// journaled, or with why it was refused: DeskRuntime::submit(Trigger, Acknowledgement).
+  using Acknowledgement = std::function<void(Result<void>)>;
+  using Submit = std::function<void(Trigger, Acknowledgement)>;
   Scheduler(boost::asio::any_io_executor executor, std::vector<Schedule> schedules, SchedulerSettings settings,
             Submit submit, EventBus& bus, const Clock& clock,
             std::chrono::milliseconds recheck = std::chrono::seconds(30));
@@ -161,7 +166,8 @@ class Scheduler {
   std::chrono::milliseconds recheck_;
   bool save_failing_ = false;  // a SCHEDULE_STATE_NOT_SAVED is out and no save worked since
 
-  void submit_firings(const ScheduleBook& book, const std::vector<Firing>& firings);
+  /// Submits the firings and returns once each is acknowledged; refusals are SCHEDULE_MISSED.
+  boost::asio::awaitable<void> submit_firings(const ScheduleBook& book, const std::vector<Firing>& firings);
   void publish_missed(const Schedule& schedule, TimePoint due, std::size_t count, std::string reason);
   void save(TimePoint checked_until);
 };

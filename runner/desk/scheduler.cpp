@@ -1,4 +1,5 @@
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -70,15 +71,40 @@ void Scheduler::publish_missed(const Schedule& schedule, TimePoint due, std::siz
                 {"reason", std::move(reason)}});
 }
 
-void Scheduler::submit_firings(const ScheduleBook& book, const std::vector<Firing>& firings) {
-  for (const Firing& firing : firings) {
+asio::awaitable<void> Scheduler::submit_firings(const ScheduleBook& book, const std::vector<Firing>& firings) {
+  if (firings.empty()) co_return;
+  // The acknowledgements come back on the loop once the journal has the triggers on disk
+  // (one fsync for all of them); the loop goes on meanwhile.
+  struct Acknowledgements {
+    explicit Acknowledgements(const asio::any_io_executor& executor)
+        : all_in(executor, asio::steady_timer::time_point::max()) {}
+    asio::steady_timer all_in;  // cancelled by the last acknowledgement
+    std::size_t waiting = 0;
+    std::vector<std::pair<std::size_t, Error>> refused;  // by index into `firings`
+  };
+  auto acknowledgements = std::make_shared<Acknowledgements>(executor_);
+  acknowledgements->waiting = firings.size();
+  for (std::size_t index = 0; index < firings.size(); ++index) {
+    const Firing& firing = firings[index];
     const Schedule& schedule = book.schedules()[firing.schedule];
     Trigger trigger{.id = make_trigger_id(), .desk = settings_.desk, .source = Trigger::Source::schedule,
                     .text = schedule.text, .sender = "", .schedule = schedule.name, .received = clock_.now(),
                     .due = firing.due};
-    if (auto submitted = submit_(std::move(trigger)); !submitted.ok()) {
-      publish_missed(schedule, firing.due, 1, "The desk refused the trigger: " + submitted.error().what);
-    }
+    submit_(std::move(trigger), [acknowledgements, index, executor = executor_](Result<void> submitted) {
+      asio::post(executor, [acknowledgements, index, submitted = std::move(submitted)] {
+        if (!submitted.ok()) acknowledgements->refused.emplace_back(index, submitted.error());
+        if (--acknowledgements->waiting == 0) acknowledgements->all_in.cancel();
+      });
+    });
+  }
+  // Waited for even once cancelled: a firing the journal is writing still counts (the
+  // caller saves checked_until after this), and deskd's stop lets the write finish.
+  while (acknowledgements->waiting > 0) (void)co_await acknowledgements->all_in.async_wait(kAwait);
+  std::sort(acknowledgements->refused.begin(), acknowledgements->refused.end(),
+            [](const auto& one, const auto& other) { return one.first < other.first; });
+  for (const auto& [index, why] : acknowledgements->refused) {
+    publish_missed(book.schedules()[firings[index].schedule], firings[index].due, 1,
+                   "The desk refused the trigger: " + why.what);
   }
 }
 
@@ -130,7 +156,7 @@ asio::awaitable<void> Scheduler::run() {
                                 "catch-up window of " + window + ")"
                               : "deskd was not running; the firing is older than the catch-up window of " + window);
   }
-  submit_firings(book, late);
+  co_await submit_firings(book, late);
   // A desk without schedules has nothing to check: no file, no fsyncs on the event loop at
   // each start (a schedule added later starts afresh, as on a first start).
   if (!schedules_.empty()) save(book.checked_until());
@@ -155,7 +181,7 @@ asio::awaitable<void> Scheduler::run() {
                      "deskd was not running on time (was the machine asleep?); only the latest firing runs");
     }
     if (firings.empty()) continue;
-    submit_firings(book, firings);
+    co_await submit_firings(book, firings);
     save(book.checked_until());
   }
 }

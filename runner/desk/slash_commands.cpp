@@ -176,28 +176,30 @@ void help(DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
 
 }  // namespace
 
+namespace {
+
+// One answer beside the turn, start to end: it cannot throw (a failure is the answer), so the
+// desk's group of side answers never hears of one.
+awaitable<void> answer_side(std::shared_ptr<DeskCore> self, Trigger trigger, std::string command,
+                            awaitable<std::string> work, std::string failure_prefix) {
+  std::string reply;
+  try {
+    reply = co_await std::move(work);
+  } catch (const std::exception& failure) {
+    reply = failure_prefix + failure.what();
+  } catch (...) {
+    reply = failure_prefix + "an unknown error.";
+  }
+  self->answer(trigger, command, std::move(reply));
+  self->finish(trigger);
+}
+
+}  // namespace
+
 void answer_beside(DeskCore& core, const Trigger& trigger, std::string command, awaitable<std::string> work,
                    std::string failure_prefix) {
-  auto signal = std::make_shared<asio::cancellation_signal>();
-  core.beside.push_back(signal);
-  auto self = core.shared_from_this();
-  asio::co_spawn(core.executor, std::move(work),
-                 asio::bind_cancellation_slot(signal->slot(), [self, signal, trigger, command = std::move(command),
-                                                               failure_prefix = std::move(failure_prefix)](
-                                                                  std::exception_ptr error, std::string reply) {
-                   std::erase(self->beside, signal);
-                   if (error) {
-                     try {
-                       std::rethrow_exception(error);
-                     } catch (const std::exception& failure) {
-                       reply = failure_prefix + failure.what();
-                     } catch (...) {
-                       reply = failure_prefix + "an unknown error.";
-                     }
-                   }
-                   self->answer(trigger, command, std::move(reply));
-                   self->finish(trigger);
-                 }));
+  core.beside.spawn(
+      answer_side(core.shared_from_this(), trigger, std::move(command), std::move(work), std::move(failure_prefix)));
 }
 
 std::vector<CommandEntry> catalogue(const DeskCore& core) {

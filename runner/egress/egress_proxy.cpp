@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/exception_text.h"
 #include "runner/egress/proxy_shared.h"
 
 namespace deskd::egress {
@@ -63,16 +64,26 @@ Destination destination_of(const ProxyShared& shared, int connection) {
   return {};
 }
 
+// These three run detached (each connection and relay is on its own, and open_relay runs
+// on the launching thread): so none may throw, and each reports what would have escaped.
 awaitable<void> serve_counted(std::shared_ptr<ProxyShared> shared, asio::ip::tcp::socket client, Destination to) {
   OpenConnection counted(shared);
-  if (to.kind == Destination::Kind::name) co_await serve_name_connection(shared, std::move(client), to.name, to.port);
-  else co_await serve_proxy_connection(shared, std::move(client));
+  try {
+    if (to.kind == Destination::Kind::name) co_await serve_name_connection(shared, std::move(client), to.name, to.port);
+    else co_await serve_proxy_connection(shared, std::move(client));
+  } catch (...) {
+    shared->report(to.name, to.port, "deskd's proxy failed: " + describe_exception(std::current_exception()));
+  }
 }
 
 awaitable<void> refuse_counted(std::shared_ptr<ProxyShared> shared, asio::ip::tcp::socket client, std::string why) {
   // Counted until the coroutine ends, however it ends (a stopped io_context included).
   const std::shared_ptr<void> counted(nullptr, [shared](void*) { shared->refusing.fetch_sub(1); });
-  co_await refuse_proxy_connection(shared, std::move(client), std::move(why));
+  try {
+    co_await refuse_proxy_connection(shared, std::move(client), why);
+  } catch (...) {
+    shared->report("", 0, why + "; refusing failed: " + describe_exception(std::current_exception()));
+  }
 }
 
 // The refusal a connection over the limit gets when too many are being read already,
@@ -120,7 +131,18 @@ int take_descriptor(int relay_fd, bool& ended) {
   return connection;
 }
 
+awaitable<void> read_relay_or_throw(std::shared_ptr<ProxyShared> shared, asio::posix::stream_descriptor relay);
+
 awaitable<void> read_relay(std::shared_ptr<ProxyShared> shared, asio::posix::stream_descriptor relay) {
+  try {
+    co_await read_relay_or_throw(shared, std::move(relay));
+  } catch (...) {
+    shared->report("", 0, "deskd's egress relay failed, and takes no more connections from this sandbox: " +
+                              describe_exception(std::current_exception()));
+  }
+}
+
+awaitable<void> read_relay_or_throw(std::shared_ptr<ProxyShared> shared, asio::posix::stream_descriptor relay) {
   for (;;) {
     auto [waited] = co_await relay.async_wait(asio::posix::stream_descriptor::wait_read, asio::as_tuple(asio::use_awaitable));
     if (waited) co_return;
@@ -152,11 +174,11 @@ awaitable<void> read_relay(std::shared_ptr<ProxyShared> shared, asio::posix::str
         continue;
       }
       shared->refusing.fetch_add(1);
-      asio::co_spawn(shared->executor, refuse_counted(shared, std::move(client), why), asio::detached);
+      asio::co_spawn(shared->executor, refuse_counted(shared, std::move(client), why), asio::detached);  // cannot throw
       continue;
     }
     shared->open_connections.fetch_add(1);
-    asio::co_spawn(shared->executor, serve_counted(shared, std::move(client), to), asio::detached);
+    asio::co_spawn(shared->executor, serve_counted(shared, std::move(client), to), asio::detached);  // cannot throw
   }
 }
 
@@ -179,7 +201,7 @@ class EgressProxy final : public sandbox::EgressRelaySource {
       ::close(ends[0]);
       return Error::make(ErrorCode::system, "taking the egress relay: " + error.message());
     }
-    // co_spawn posts: safe from the launching thread.
+    // co_spawn posts: safe from the launching thread. read_relay cannot throw.
     asio::co_spawn(shared_->executor, read_relay(shared_, std::move(relay)), asio::detached);
     return sandbox_end;
   }

@@ -273,6 +273,12 @@ void McpServer::spawn(std::shared_ptr<McpMessage> parsed, std::shared_ptr<Servin
   auto handle = [this, serving, request, parsed]() -> awaitable<void> {
     try {
       co_await process(std::move(*parsed), request, serving->out);
+    } catch (const boost::system::system_error& error) {
+      // A cancelled request's tool call ends with its cancellation (ToolRegistry::call
+      // passes it on); the client asked for that, or the server is stopping: nothing failed.
+      if (!request->cancelled || error.code() != asio::error::operation_aborted) {
+        log_line(std::string("a request failed: ") + error.what());
+      }
     } catch (const std::exception& error) {
       log_line(std::string("a request failed: ") + error.what());
     }

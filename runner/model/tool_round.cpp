@@ -94,7 +94,16 @@ awaitable<std::vector<tools::ToolResult>> run_tool_round(std::shared_ptr<tools::
       continue;
     }
     if (watch.started) watch.started(index);
-    results[index] = co_await registry->call(calls[index].name, calls[index].input);
+    try {
+      results[index] = co_await registry->call(calls[index].name, calls[index].input);
+    } catch (const boost::system::system_error& error) {
+      if (error.code() != asio::error::operation_aborted) throw;
+      // Stopped (a /stop, deskd stopping): the call still ends as one, as a call run
+      // together with others does, and the round ends with the cancellation.
+      results[index] = tools::ToolResult::failure("The tool call ended: " + std::string(error.what()));
+      if (watch.finished) watch.finished(index, results[index]);
+      throw;
+    }
     if (watch.finished) watch.finished(index, results[index]);
     ++index;
   }

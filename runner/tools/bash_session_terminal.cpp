@@ -92,8 +92,15 @@ void BashSession::State::prepare_next(const std::shared_ptr<State>& self) {
   self->preparing = true;
   asio::co_spawn(
       self->executor,
+      // Detached, for it cannot throw: every exception is caught below. Nothing waits for
+      // it; a command that comes meanwhile waits for the lock it holds.
       [self]() -> awaitable<void> {
-        co_await self->lock();
+        try {
+          co_await self->lock();
+        } catch (...) {
+          self->preparing = false;  // the session closed first: nothing to prepare
+          co_return;
+        }
         try {
           if (!self->process && !self->closed) {
             // A failure is not reported here: the next command starts its own terminal

@@ -1,10 +1,15 @@
 #include "runner/tools/tool_registry.h"
 
+#include <boost/asio/error.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/json/object.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <algorithm>
 #include <exception>
 #include <string>
+
+#include "base/exception_text.h"
 
 namespace deskd::tools {
 
@@ -51,12 +56,26 @@ boost::asio::awaitable<ToolResult> ToolRegistry::call(std::string_view name, con
                                   (known.empty() ? "none" : known) + ".");
   }
   // Tools promise not to throw; this keeps one that breaks the promise from taking the
-  // caller (a desk's turn, the MCP server) down with it.
+  // caller (a desk's turn, the MCP server) down with it. A cancelled call is no tool's
+  // failure: the caller was cancelled (a /stop, deskd stopping) and must hear so at once, as
+  // the cancellation itself, not as a result it might hand to the model.
+  std::exception_ptr aborted;
   try {
     co_return co_await tool->call(input);
+  } catch (const boost::system::system_error& error) {
+    if (error.code() != boost::asio::error::operation_aborted) {
+      co_return ToolResult::failure(std::string(tool->name()) + " failed: " + error.what());
+    }
+    aborted = std::current_exception();
   } catch (const std::exception& error) {
     co_return ToolResult::failure(std::string(tool->name()) + " failed: " + error.what());
   }
+  // Only the caller's own cancellation passes: a tool whose inner wait was aborted for a
+  // reason of its own has failed like any other.
+  if ((co_await boost::asio::this_coro::cancellation_state).cancelled() != boost::asio::cancellation_type::none) {
+    std::rethrow_exception(aborted);
+  }
+  co_return ToolResult::failure(std::string(tool->name()) + " failed: " + describe_exception(aborted));
 }
 
 void ToolRegistry::prepare() {

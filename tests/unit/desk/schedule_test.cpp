@@ -336,9 +336,9 @@ class SchedulerTest : public ScheduleFilesTest {
     EXPECT_FALSE(escaped_);
   }
   Scheduler::Submit recorder() {
-    return [this](Trigger trigger) -> Result<void> {
+    return [this](Trigger trigger, Scheduler::Acknowledgement acknowledged) {
       submitted_.push_back(std::move(trigger));
-      return success();
+      acknowledged(success());
     };
   }
   std::vector<Event> events() {
@@ -385,6 +385,38 @@ TEST_F(SchedulerTest, FiresOnceWhenTheClockReachesTheTimeAndStopsWhenCancelled) 
 
   stop_and_wait();
   EXPECT_EQ(submitted_.size(), 1u);
+}
+
+TEST_F(SchedulerTest, AFiringCountsOnlyOnceTheDeskHasAcknowledgedItAndTheLoopRunsMeanwhile) {
+  Scheduler::Acknowledgement held;
+  Scheduler scheduler(
+      io_.get_executor(), {daily("open", 9, 14, 6)}, settings(),
+      [&](Trigger trigger, Scheduler::Acknowledgement acknowledged) {
+        submitted_.push_back(std::move(trigger));
+        held = std::move(acknowledged);  // the journal's fsync, not yet done
+      },
+      bus_, clock_, 5ms);
+  start(scheduler);
+  io_.run_for(20ms);
+  clock_.advance(1500ms);
+  run_until([&] { return !submitted_.empty(); });
+  ASSERT_EQ(submitted_.size(), 1u);
+  // The loop runs on while the desk has not acknowledged, and the firing does not count yet:
+  // a crash now would fire it again at start rather than lose it.
+  bool loop_ran = false;
+  asio::post(io_, [&] { loop_ran = true; });
+  io_.run_for(30ms);
+  EXPECT_TRUE(loop_ran);
+  EXPECT_EQ(*load_checked_until(state_), ist(11, 30, 9, 14, 5));
+  // Cancelled meanwhile, it still waits for the acknowledgement, then saves and ends.
+  stop_.emit(asio::cancellation_type::terminal);
+  io_.run_for(20ms);
+  EXPECT_FALSE(done_);
+  held(success());
+  run_until([&] { return done_; });
+  ASSERT_TRUE(done_);
+  EXPECT_FALSE(escaped_);
+  EXPECT_EQ(*load_checked_until(state_), ist(11, 30, 9, 14, 6) + 500ms);
 }
 
 TEST_F(SchedulerTest, CatchUpOnStartRunsTheLatestAndReportsTheRest) {
@@ -487,7 +519,10 @@ TEST_F(SchedulerTest, ARefusedTriggerIsReportedAsMissed) {
   clock_.set(ist(11, 30, 9, 1));
   Scheduler scheduler(
       io_.get_executor(), {daily("open", 9, 0)}, settings(),
-      [](Trigger) -> Result<void> { return Error::make(ErrorCode::refused, "The desk is stopping."); }, bus_, clock_,
+      [](Trigger, Scheduler::Acknowledgement acknowledged) {
+        acknowledged(Error::make(ErrorCode::refused, "The desk is stopping."));
+      },
+      bus_, clock_,
       5ms);
   start(scheduler);
   std::vector<Event> seen;

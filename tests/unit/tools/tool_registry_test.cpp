@@ -13,6 +13,22 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// waits_throwing: waits an hour the way most coroutines wait, so that a cancelled wait
+// throws operation_aborted out of it; or, given {"abort_itself": true}, throws that code
+// without any caller being cancelled (an inner wait of its own that failed).
+class ThrowsWhenCancelledTool : public Tool {
+ public:
+  std::string_view name() const override { return "waits_throwing"; }
+  std::string_view description() const override { return "Waits; a cancelled wait throws."; }
+  std::string_view input_schema() const override { return R"({"type": "object"})"; }
+  boost::asio::awaitable<ToolResult> call(const boost::json::object& input) override {
+    if (input.contains("abort_itself")) throw boost::system::system_error(boost::asio::error::operation_aborted);
+    boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, std::chrono::hours(1));
+    co_await timer.async_wait(boost::asio::use_awaitable);
+    co_return ToolResult::success("waited an hour");
+  }
+};
+
 boost::json::object with_text(std::string text) { return boost::json::object{{"text", std::move(text)}}; }
 
 TEST(ToolRegistryTest, FindsToolsByNameInTheOrderAdded) {
@@ -77,6 +93,40 @@ TEST(ToolRegistryTest, AToolThatThrowsBecomesAnErrorResult) {
   const ToolResult result = run_on_loop(registry.call("throws", {}));
   EXPECT_TRUE(result.is_error);
   EXPECT_EQ(result.text, "throws failed: the fake tool broke");
+}
+
+TEST(ToolRegistryTest, ACancelledCallEndsWithTheCancellationNotAResult) {
+  ToolRegistry registry;
+  registry.add(std::make_unique<ThrowsWhenCancelledTool>());
+  boost::asio::io_context io;
+  boost::asio::cancellation_signal stop;
+  std::exception_ptr ended_with;
+  bool ended = false;
+  boost::asio::co_spawn(io, registry.call("waits_throwing", {}),
+                        boost::asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr escaped, ToolResult) {
+                          ended = true;
+                          ended_with = escaped;
+                        }));
+  boost::asio::post(io, [&] { stop.emit(boost::asio::cancellation_type::terminal); });
+  io.run_for(std::chrono::seconds(10));
+  ASSERT_TRUE(ended);
+  // A /stop during the call must reach the turn as the cancellation (TURN_STOPPED), not
+  // as a tool's error the model would be shown.
+  ASSERT_TRUE(ended_with);
+  try {
+    std::rethrow_exception(ended_with);
+  } catch (const boost::system::system_error& error) {
+    EXPECT_EQ(error.code(), boost::asio::error::operation_aborted);
+  }
+}
+
+TEST(ToolRegistryTest, AToolsOwnAbortedWaitIsItsFailureWhenNobodyCancelled) {
+  ToolRegistry registry;
+  registry.add(std::make_unique<ThrowsWhenCancelledTool>());
+  const ToolResult result =
+      run_on_loop(registry.call("waits_throwing", boost::json::object{{"abort_itself", true}}));
+  EXPECT_TRUE(result.is_error);
+  EXPECT_THAT(result.text, HasSubstr("waits_throwing failed: "));
 }
 
 TEST(ToolRegistryTest, CloseClosesEveryToolOnceEvenWhenOneThrows) {
