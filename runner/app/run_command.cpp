@@ -11,6 +11,7 @@
 #include "runner/app/desk_tool_options.h"
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/session_keeper.h"
+#include "runner/events/event_kinds.h"
 #include "runner/events/india_time.h"
 #include "runner/events/trigger.h"
 #include "runner/journal/journal.h"
@@ -84,8 +85,8 @@ constexpr const char* kRunDescription =
     "by the desk's path policy. Prints what the desk does, then exits. A MESSAGE that starts\n"
     "with '-' goes after --.\n"
     "\n"
-    "Exit status: 0 the turn finished, 1 it failed or was stopped, 2 bad usage, 125 the desk\n"
-    "could not be set up.";
+    "Exit status: 0 the turn finished (or the /command was answered), 1 it failed or was\n"
+    "stopped, 2 bad usage, 125 the desk could not be set up.";
 
 struct RunRequest {
   DeskToolOptions options;
@@ -157,17 +158,19 @@ int run_turn(RunRequest& request) {
       co_return 125;
     }
     int status = 1;
+    bool ended = false;
     for (;;) {
       auto event = co_await events->next();
       if (!event) break;
       print(*event);
       const json::value* for_trigger = event->data.if_contains("trigger");
       const bool ours = for_trigger != nullptr && for_trigger->is_string() && for_trigger->as_string() == our_trigger;
-      // A failed day rollover is reported as TURN_FAILED, yet the turn itself still runs.
-      const bool turn_ended = event->kind == desk::event_kind::kTurnFinished || event->kind == desk::event_kind::kTurnStopped ||
-                              (event->kind == desk::event_kind::kTurnFailed && !event->data.contains("rollover"));
-      if (ours && turn_ended) {
-        if (event->kind == desk::event_kind::kTurnFinished) status = 0;
+      // The first end of our trigger's turn, as the event-kind table counts ends (a failed
+      // rollover's TURN_FAILED is none; a /command's answer is one); what comes for it after
+      // (its TRIGGER_FINISHED) changes nothing.
+      if (ours && !ended && desk::ends_turn(event->kind, event->data)) {
+        ended = true;
+        if (event->kind == desk::event_kind::kTurnFinished || event->kind == desk::event_kind::kCommandAnswered) status = 0;
         stop.emit(asio::cancellation_type::terminal);
       }
       if (event->kind == desk::event_kind::kDeskStopped) break;

@@ -92,11 +92,8 @@ int ask(ControlClient& client, const DeskctlRequest& options) {
     const json::value* data_value = event.if_contains("data");
     const bool about_ours = data_value != nullptr && data_value->is_object() && text_of(data_value->as_object(), "trigger") == trigger;
     if (about_ours && (kind == event_kind::kTurnStarted || kind == event_kind::kSteeringQueued)) mine = true;
-    // A failed day rollover is reported as TURN_FAILED for our trigger, yet our turn still runs.
-    const bool rollover = data_value != nullptr && data_value->is_object() && data_value->as_object().contains("rollover");
-    const bool ends = about_ours && !rollover &&
-                      (kind == event_kind::kTurnFinished || kind == event_kind::kTurnFailed || kind == event_kind::kTurnStopped ||
-                       kind == event_kind::kCommandAnswered || kind == event_kind::kTriggerFinished);
+    // The event-kind table says which kinds end a turn (a failed rollover's TURN_FAILED does not).
+    const bool ends = about_ours && desk::ends_turn(kind, data_value->as_object());
     // Another client's command answered beside our turn is not part of it.
     const bool others_answer = kind == event_kind::kCommandAnswered && !about_ours;
     if ((mine && !others_answer) || ends || kind == event_kind::kDeskStopped) {
