@@ -63,7 +63,8 @@ TEST(RunE2eTest, AKilledDeskdRedeliversTheTriggerItWasWorkingOn) {
     DeskdProcess deskd(run_arguments(desk, script, "first message"));
     bool started = false;
     while (auto line = deskd.read_line()) {
-      if (line->find("started") != std::string::npos) {
+      // The tool call's line: the turn is inside its long bash command.
+      if (line->find("> bash echo started; sleep 60") != std::string::npos) {
         started = true;
         break;
       }
