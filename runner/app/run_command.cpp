@@ -8,12 +8,12 @@
 #include "base/command_line.h"
 #include "base/exception_text.h"
 #include "base/task_group.h"
-#include "base/terminal_text.h"
 #include "runner/app/command_options.h"
 #include "runner/app/desk_tool_options.h"
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/session_keeper.h"
-#include "runner/events/india_time.h"
+#include "runner/events/event_kinds.h"
+#include "runner/events/event_text.h"
 #include "runner/events/trigger.h"
 #include "runner/journal/journal.h"
 #include "runner/journal/journal_tail.h"
@@ -28,53 +28,6 @@ namespace json = boost::json;
 
 namespace {
 
-std::string first_lines(std::string text, std::size_t lines) {
-  std::size_t position = 0;
-  for (std::size_t line = 0; line < lines && position != std::string::npos; ++line) {
-    position = text.find('\n', position == 0 ? 0 : position + 1);
-  }
-  if (position != std::string::npos && position + 1 < text.size()) text = text.substr(0, position) + "\n...";
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  std::string indented = "    ";
-  for (char c : text) {
-    indented += c;
-    if (c == '\n') indented += "    ";
-  }
-  return indented;
-}
-
-// One readable line (or a few) per event. The desk chose the texts (its model's words, its
-// output), so they are shown escaped, never obeyed by the terminal (base/terminal_text.h).
-void print(const desk::Event& event) {
-  const std::string time = terminal_text(desk::readable_india_clock(event.time));
-  const auto text_of = [&](const char* key) {
-    const json::value* value = event.data.if_contains(key);
-    return terminal_text(value != nullptr && value->is_string() ? std::string_view(value->as_string()) : std::string_view(),
-                         LineBreaks::kept);
-  };
-  const auto json_of = [](const json::value& value) { return terminal_text(json::serialize(value)); };
-  if (event.kind == desk::event_kind::kModelText) {
-    std::printf("[%s] model: %s\n", time.c_str(), text_of("text").c_str());
-  } else if (event.kind == desk::event_kind::kToolCalled) {
-    std::printf("[%s] %s %s\n", time.c_str(), text_of("tool").c_str(), json_of(event.data.at("input")).c_str());
-  } else if (event.kind == desk::event_kind::kToolFinished) {
-    const bool failed = event.data.at("is_error").as_bool();
-    std::printf("%s%s\n", failed ? "  refused or failed:\n" : "", first_lines(text_of("text"), 8).c_str());
-  } else if (event.kind == desk::event_kind::kTurnFinished && event.data.contains("cut")) {
-    std::printf("[%s] turn finished, but its reply was cut (%s): %s\n", time.c_str(), text_of("cut").c_str(),
-                text_of("reply").c_str());
-  } else if (event.kind == desk::event_kind::kTurnFinished) {
-    std::printf("[%s] turn finished: %s\n", time.c_str(), text_of("reply").c_str());
-  } else if (event.kind == desk::event_kind::kModelReplyCut) {
-    std::printf("[%s] %s: %s\n", time.c_str(), event.kind.c_str(), json_of(event.data).c_str());
-  } else if (event.kind == desk::event_kind::kTurnFailed || event.kind == desk::event_kind::kTurnStopped) {
-    std::printf("[%s] %s: %s\n", time.c_str(), event.kind.c_str(), json_of(event.data).c_str());
-  } else if (event.kind == desk::event_kind::kTurnStarted || event.kind == desk::event_kind::kDeskStarted) {
-    std::printf("[%s] %s\n", time.c_str(), event.kind.c_str());
-  }
-  std::fflush(stdout);
-}
-
 int setup_error(const std::string& message) {
   std::fprintf(stderr, "deskd run: %s\n", message.c_str());
   return 125;
@@ -86,8 +39,8 @@ constexpr const char* kRunDescription =
     "by the desk's path policy. Prints what the desk does, then exits. A MESSAGE that starts\n"
     "with '-' goes after --.\n"
     "\n"
-    "Exit status: 0 the turn finished, 1 it failed or was stopped, 2 bad usage, 125 the desk\n"
-    "could not be set up.";
+    "Exit status: 0 the turn finished (or the /command was answered), 1 it failed or was\n"
+    "stopped, 2 bad usage, 125 the desk could not be set up.";
 
 struct RunRequest {
   DeskToolOptions options;
@@ -165,17 +118,22 @@ int run_turn(RunRequest& request) {
       co_return 125;
     }
     int status = 1;
+    bool ended = false;
     for (;;) {
       auto event = co_await events->next();
       if (!event) break;
-      print(*event);
+      // As deskctl shows them (runner/events/event_text.h): what the desk wrote is shown
+      // escaped, never obeyed by the terminal.
+      std::fputs(desk::event_text(desk::to_json(*event)).c_str(), stdout);
+      std::fflush(stdout);
       const json::value* for_trigger = event->data.if_contains("trigger");
       const bool ours = for_trigger != nullptr && for_trigger->is_string() && for_trigger->as_string() == our_trigger;
-      // A failed day rollover is reported as TURN_FAILED, yet the turn itself still runs.
-      const bool turn_ended = event->kind == desk::event_kind::kTurnFinished || event->kind == desk::event_kind::kTurnStopped ||
-                              (event->kind == desk::event_kind::kTurnFailed && !event->data.contains("rollover"));
-      if (ours && turn_ended) {
-        if (event->kind == desk::event_kind::kTurnFinished) status = 0;
+      // The first end of our trigger's turn, as the event-kind table counts ends (a failed
+      // rollover's TURN_FAILED is none; a /command's answer is one); what comes for it after
+      // (its TRIGGER_FINISHED) changes nothing.
+      if (ours && !ended && desk::ends_turn(event->kind, event->data)) {
+        ended = true;
+        if (event->kind == desk::event_kind::kTurnFinished || event->kind == desk::event_kind::kCommandAnswered) status = 0;
         desk_run.emit(asio::cancellation_type::terminal);
       }
       if (event->kind == desk::event_kind::kDeskStopped) break;

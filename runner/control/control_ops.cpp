@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "runner/control/control_protocol.h"
 #include "runner/control/control_service.h"
 
 namespace deskd::control {
@@ -124,17 +123,18 @@ Result<json::object> answer_reject(ControlService& service, const ControlRequest
 }
 
 // clang-format off
+// In the protocol's order (a test checks that the two lists agree).
 constexpr ControlOp kOperations[] = {
-    {op::kDesks,     kNeedsNothing,            OpAnswer::now,      answer_desks,     nullptr},
-    {op::kStatus,    kNeedsNothing,            OpAnswer::now,      answer_status,    nullptr},
-    {op::kSend,      kNeedsDesk | kNeedsText,  OpAnswer::later,    nullptr,          answer_send},
-    {op::kFollow,    kNeedsNothing,            OpAnswer::follow,   nullptr,          nullptr},
-    {op::kUnfollow,  kNeedsFollow,             OpAnswer::unfollow, nullptr,          nullptr},
-    {op::kCommands,  kNeedsDesk,               OpAnswer::now,      answer_commands,  nullptr},
-    {op::kProposals, kNeedsNothing,            OpAnswer::now,      answer_proposals, nullptr},
-    {op::kAccept,    kNeedsProposal,           OpAnswer::now,      answer_accept,    nullptr},
-    {op::kReject,    kNeedsProposal,           OpAnswer::now,      answer_reject,    nullptr},
-    {op::kReload,    kNeedsNothing,            OpAnswer::later,    nullptr,          answer_reload},
+    {op::kDesks,     OpAnswer::now,      answer_desks,     nullptr},
+    {op::kStatus,    OpAnswer::now,      answer_status,    nullptr},
+    {op::kSend,      OpAnswer::later,    nullptr,          answer_send},
+    {op::kFollow,    OpAnswer::follow,   nullptr,          nullptr},
+    {op::kUnfollow,  OpAnswer::unfollow, nullptr,          nullptr},
+    {op::kCommands,  OpAnswer::now,      answer_commands,  nullptr},
+    {op::kProposals, OpAnswer::now,      answer_proposals, nullptr},
+    {op::kAccept,    OpAnswer::now,      answer_accept,    nullptr},
+    {op::kReject,    OpAnswer::now,      answer_reject,    nullptr},
+    {op::kReload,    OpAnswer::later,    nullptr,          answer_reload},
 };
 // clang-format on
 
@@ -144,17 +144,8 @@ std::span<const ControlOp> control_ops() { return kOperations; }
 
 const ControlOp* find_control_op(std::string_view name) {
   const auto* found = std::find_if(std::begin(kOperations), std::end(kOperations),
-                                   [&](const ControlOp& operation) { return operation.name == name; });
+                                   [&](const ControlOp& row) { return row.operation.name == name; });
   return found == std::end(kOperations) ? nullptr : found;
-}
-
-std::string control_op_names() {
-  std::string text;
-  const std::size_t count = std::size(kOperations);
-  for (std::size_t index = 0; index < count; ++index) {
-    text += (index == 0 ? "" : index + 1 == count ? " and " : ", ") + std::string(kOperations[index].name);
-  }
-  return text;
 }
 
 json::object reload_reply(const ReloadOutcome& outcome) {

@@ -1,10 +1,12 @@
 #pragma once
-// Internal to runner/control: the one table of control-socket operations — each one's name,
-// the request fields it needs (checked when the line is parsed), and how it is answered:
+// Internal to runner/control: the server's table of control-socket operations — each
+// operation of the protocol (runner/control_protocol: its name and the request fields it
+// needs, checked when the line is parsed) and how it is answered:
 // most by a handler that asks the ControlService and builds the reply from the values it
 // returns; send and reload by a handler that answers later (once the trigger is flushed, once
 // the reload is done); follow and unfollow by the connection's streams. A new operation
-// is a row here, its handler and its test.
+// is a row in the protocol's list, a row here with its handler (and the ControlService
+// call it makes), a row in deskctl's table, and their tests.
 
 #include <boost/json/object.hpp>
 
@@ -15,14 +17,11 @@
 
 #include "base/result.h"
 #include "runner/control/control_values.h"
+#include "runner/control_protocol/control_protocol.h"
 
 namespace deskd::control {
 
 class ControlService;
-struct ControlRequest;
-
-/// The request fields an operation needs (non-empty), as bits.
-enum OpNeeds : unsigned { kNeedsNothing = 0, kNeedsDesk = 1, kNeedsText = 2, kNeedsProposal = 4, kNeedsFollow = 8 };
 
 /// How an operation is answered.
 enum class OpAnswer {
@@ -33,8 +32,7 @@ enum class OpAnswer {
 };
 
 struct ControlOp {
-  std::string_view name;
-  unsigned needs;
+  Operation operation;  ///< the protocol's: its name and the fields it needs
   OpAnswer how;
   /// For `now`: asks the service on behalf of `sender` and builds the reply's fields.
   Result<boost::json::object> (*answer)(ControlService& service, const ControlRequest& request,
@@ -45,12 +43,10 @@ struct ControlOp {
                        std::function<void(Result<boost::json::object>)> done);
 };
 
-/// Every operation, in the order `deskctl` and the errors list them.
+/// Every operation, in the protocol's order.
 std::span<const ControlOp> control_ops();
 /// The operation called `name`, or nullptr.
 const ControlOp* find_control_op(std::string_view name);
-/// "desks, status, ... and reload", for the unknown-operation error.
-std::string control_op_names();
 
 /// The reply fields of a finished reload.
 boost::json::object reload_reply(const ReloadOutcome& outcome);

@@ -14,6 +14,7 @@
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/schedule.h"
 #include "runner/desk/usage_tracker.h"
+#include "runner/events/event_kinds.h"
 #include "runner/events/india_time.h"
 #include "runner/journal/journal_tail.h"
 
@@ -85,12 +86,12 @@ void Daemon::journal_daemon_event(const desk::Event& event) {
 }
 
 void Daemon::track_waiting(const desk::Event& event) {
-  static constexpr std::string_view kTakenKinds[] = {
-      desk::event_kind::kTurnStarted,     desk::event_kind::kSteeringDelivered, desk::event_kind::kCommandAnswered,
-      desk::event_kind::kTriggerFinished, desk::event_kind::kTurnFailed,        desk::event_kind::kTurnStopped};
   const bool stopped = event.kind == desk::event_kind::kDeskStopped;
-  bool taken = false;
-  for (std::string_view kind : kTakenKinds) taken = taken || kind == event.kind;
+  // A trigger stops waiting once the desk has taken it: its turn started, it was delivered
+  // into a running turn, or anything the event-kind table counts as an end came for it —
+  // a failed rollover's TURN_FAILED too, which comes once the trigger is taken.
+  const bool taken = event.kind == desk::event_kind::kTurnStarted || event.kind == desk::event_kind::kSteeringDelivered ||
+                     desk::turn_end_of(event.kind) != desk::TurnEnd::no;
   if (!taken && !stopped) return;
   const std::lock_guard lock(waiting_mutex_);
   auto found = slots_.find(event.desk);

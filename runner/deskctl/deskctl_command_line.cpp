@@ -5,6 +5,7 @@
 
 #include "base/command_line.h"
 #include "runner/deskctl/deskctl.h"
+#include "runner/deskctl/deskctl_commands.h"
 
 namespace deskd::control {
 namespace {
@@ -38,6 +39,13 @@ void add_message(CLI::App& command, DeskctlRequest& request) {
 
 }  // namespace
 
+void deskctl::add_events_options(CLI::App& events, DeskctlRequest& request) {
+  events.add_flag("-f,--follow", request.follow, "go on with new events as they happen");
+  events.add_option("--from", request.from, "only the events after EVENT_ID")
+      ->type_name("EVENT_ID")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
+
 std::unique_ptr<CLI::App> make_deskctl_parser(DeskctlRequest& request) {
   const char* from_environment = std::getenv("DESKD_SOCKET");
   request.socket = from_environment != nullptr && *from_environment != '\0' ? from_environment : "/run/deskd/deskd.sock";
@@ -53,36 +61,24 @@ std::unique_ptr<CLI::App> make_deskctl_parser(DeskctlRequest& request) {
                     "print deskd's replies and events as JSON lines, for scripts (exact: nothing escaped beyond "
                     "JSON's own escapes)");
 
-  add_command(*deskctl, request, "desks", "list the desks and what each is doing");
-  add_desk(*add_command(*deskctl, request, "status", "a desk's status (every desk's without DESK)"), request,
-           "the desk (default: every desk)", false);
-  auto* send = add_command(*deskctl, request, "send", "give a desk a message or a /command; prints the trigger id");
-  add_desk(*send, request, "the desk", true);
-  add_message(*send, request);
-  auto* ask = add_command(*deskctl, request, "ask",
-                          "send, then show the turn (model text, tool calls, results) until it ends; exit status 0 "
-                          "when it finished, 4 when it finished but its reply was cut by a limit, 1 otherwise");
-  add_desk(*ask, request, "the desk", true);
-  add_message(*ask, request);
-  auto* events = add_command(*deskctl, request, "events", "the events deskd keeps");
-  add_desk(*events, request, "the desk (default: every desk)", false);
-  events->add_flag("-f,--follow", request.follow, "go on with new events as they happen");
-  events->add_option("--from", request.from, "only the events after EVENT_ID")
-      ->type_name("EVENT_ID")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  add_desk(*add_command(*deskctl, request, "commands", "the desk's commands and skills"), request, "the desk", true);
-  add_desk(*add_command(*deskctl, request, "proposals", "changes desks proposed to files they may not write"), request,
-           "the desk (default: every desk)", false);
-  for (const char* decision : {"accept", "reject"}) {
-    auto* command = add_command(*deskctl, request, decision,
-                                std::string_view(decision) == "accept" ? "write a proposed change to its file"
-                                                                       : "turn a proposed change down");
-    command->add_option("proposal", request.desk, "the proposal's id")->type_name("PROPOSAL_ID")->required();
+  // Each command as deskctl's table (deskctl_commands.cpp) says: its word, its --help line,
+  // what it takes.
+  for (const deskctl::Command& row : deskctl::commands()) {
+    CLI::App* command = add_command(*deskctl, request, std::string(row.name), std::string(row.description));
+    switch (row.takes) {
+      case deskctl::Takes::nothing: break;
+      case deskctl::Takes::desk_or_every_desk: add_desk(*command, request, "the desk (default: every desk)", false); break;
+      case deskctl::Takes::desk: add_desk(*command, request, "the desk", true); break;
+      case deskctl::Takes::desk_and_message:
+        add_desk(*command, request, "the desk", true);
+        add_message(*command, request);
+        break;
+      case deskctl::Takes::proposal:
+        command->add_option("proposal", request.desk, "the proposal's id")->type_name("PROPOSAL_ID")->required();
+        break;
+    }
+    if (row.add_options != nullptr) row.add_options(*command, request);
   }
-  add_command(*deskctl, request, "reload",
-              "make deskd read its config again; prints which desks were started, stopped, restarted or kept, or "
-              "every problem of a config it refused (the running one is kept); exit status 1 when refused or a "
-              "desk could not start");
   return deskctl;
 }
 

@@ -18,6 +18,12 @@ std::string string_at(const json::object& object, std::string_view key) {
   return value != nullptr && value->is_string() ? std::string(value->get_string()) : std::string();
 }
 
+// Whether a TURN_STOPPED says deskd stopped (its reason "the desk stopped", or unknown).
+bool stopped_with_the_desk(const json::object* data) {
+  const std::string reason = data != nullptr ? string_at(*data, "reason") : std::string();
+  return reason.empty() || reason == kStoppedWithTheDesk;
+}
+
 std::string fragment(std::string text) {
   if (text.size() <= kFragmentCharacters) return text;
   std::size_t end = kFragmentCharacters;
@@ -136,21 +142,15 @@ void JournalScan::event(std::string_view line, const std::string& id, const std:
     state.progress = OpenTrigger::Progress::started;
     state.progress_event = how;
     if (Open* turn = find(running_)) turn->steered_by_it.push_back(trigger);
-  } else if (kind == event_kind::kTurnFinished || kind == event_kind::kCommandAnswered) {
+  } else if (kind == event_kind::kTurnStopped && stopped_with_the_desk(data)) {
+    // The second question a restart asks: the turn ended, but only because deskd stopped
+    // (or, of a damaged line, that is what it may have been), so the trigger runs again.
+    state.progress = OpenTrigger::Progress::stopped;
+    state.progress_event = how;
+  } else if (data != nullptr ? ends_turn(kind, *data) : turn_end_of(kind) == TurnEnd::yes) {
+    // As the event-kind table says. Of a damaged line it is unknown whether a TURN_FAILED
+    // was a failed rollover's (which ends nothing), so it ends nothing either.
     end(*open, how);
-  } else if (kind == event_kind::kTurnFailed) {
-    // A failed rollover is reported before the turn it precedes: it ends nothing. Of a
-    // damaged line it is unknown which it was, so it ends nothing either.
-    const json::value* rollover = data != nullptr ? data->if_contains("rollover") : nullptr;
-    if (data != nullptr && (rollover == nullptr || !rollover->is_bool() || !rollover->get_bool())) end(*open, how);
-  } else if (kind == event_kind::kTurnStopped) {
-    const std::string reason = data != nullptr ? string_at(*data, "reason") : std::string();
-    if (reason.empty() || reason == kStoppedWithTheDesk) {
-      state.progress = OpenTrigger::Progress::stopped;
-      state.progress_event = how;
-    } else {
-      end(*open, how);
-    }
   } else if (kind == event_kind::kTriggerRedelivered) {
     state.progress = OpenTrigger::Progress::waiting;
     state.progress_event = how;

@@ -43,6 +43,17 @@ TEST(RunE2eTest, RunsATurnThroughTheRealTools) {
   EXPECT_TRUE(fs::exists(desk.directory() + "/notes/run.txt"));
 }
 
+TEST(RunE2eTest, ASlashCommandIsAnsweredAndRunExits) {
+  TemporaryDesk desk;
+  const auto script = write_script(desk.root(), R"({"text": "never asked"})" "\n");
+  // A /command is answered without a turn: its answer is the end deskd run waits for.
+  DeskdProcess deskd(run_arguments(desk, script, "/help"));
+  const std::string output = deskd.read_rest();
+  EXPECT_EQ(deskd.wait(), 0) << output << deskd.error_output();
+  EXPECT_THAT(output, HasSubstr("/status")) << output;
+  EXPECT_THAT(output, ::testing::Not(HasSubstr("never asked"))) << output;
+}
+
 TEST(RunE2eTest, AKilledDeskdRedeliversTheTriggerItWasWorkingOn) {
   TemporaryDesk desk;
   // The first turn takes long; the second (the re-delivery) finishes at once.
@@ -52,7 +63,8 @@ TEST(RunE2eTest, AKilledDeskdRedeliversTheTriggerItWasWorkingOn) {
     DeskdProcess deskd(run_arguments(desk, script, "first message"));
     bool started = false;
     while (auto line = deskd.read_line()) {
-      if (line->find("started") != std::string::npos) {
+      // The tool call's line: the turn is inside its long bash command.
+      if (line->find("> bash echo started; sleep 60") != std::string::npos) {
         started = true;
         break;
       }

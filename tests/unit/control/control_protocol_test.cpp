@@ -1,4 +1,4 @@
-#include "runner/control/control_protocol.h"
+#include "runner/control_protocol/control_protocol.h"
 
 #include <gtest/gtest.h>
 
@@ -30,16 +30,23 @@ TEST(ControlProtocol, RefusesWhatIsNotARequest) {
   EXPECT_EQ(unknown.request.id, json::value(4));  // echoed even though the request is refused
 }
 
-// The one table of operations: the parser knows exactly its rows, checks the fields each
-// row needs, and each row answered at once has its handler.
+// The protocol's list of operations: the parser knows exactly its rows and checks the
+// fields each row needs; the server's table answers exactly those, in the same order, and
+// each row answered at once has its handler.
 TEST(ControlProtocol, TheOperationTableIsWhatTheParserKnows) {
   const auto unknown = parse_control_request(R"({"op": "reboot"})");
-  for (const ControlOp& operation : control_ops()) {
+  ASSERT_EQ(control_ops().size(), operations().size());
+  for (std::size_t index = 0; index < operations().size(); ++index) {
+    const Operation& operation = operations()[index];
+    const ControlOp& row = control_ops()[index];
     SCOPED_TRACE(std::string(operation.name));
+    EXPECT_EQ(row.operation.name, operation.name);
+    EXPECT_EQ(row.operation.needs, operation.needs);
     EXPECT_NE(unknown.problem->find(std::string(operation.name)), std::string::npos) << *unknown.problem;
-    EXPECT_EQ(find_control_op(operation.name), &operation);
-    EXPECT_EQ(operation.how == OpAnswer::now, operation.answer != nullptr);
-    EXPECT_EQ(operation.how == OpAnswer::later, operation.answer_later != nullptr);
+    EXPECT_EQ(find_operation(operation.name), &operation);
+    EXPECT_EQ(find_control_op(operation.name), &row);
+    EXPECT_EQ(row.how == OpAnswer::now, row.answer != nullptr);
+    EXPECT_EQ(row.how == OpAnswer::later, row.answer_later != nullptr);
     json::object request{{"op", operation.name}, {"desk", "a"}, {"text", "t"}, {"proposal", "p-1"}, {"follow", 1}};
     EXPECT_FALSE(parse_control_request(json::serialize(request)).problem);
     for (const auto& [field, bit] : {std::pair{"desk", kNeedsDesk}, std::pair{"text", kNeedsText},
@@ -50,6 +57,10 @@ TEST(ControlProtocol, TheOperationTableIsWhatTheParserKnows) {
           << field;
     }
   }
+  EXPECT_EQ(*unknown.problem,
+            "Unknown operation 'reboot'; the operations are desks, status, send, follow, unfollow, commands, "
+            "proposals, accept, reject and reload.");
+  EXPECT_EQ(find_operation("reboot"), nullptr);
   EXPECT_EQ(find_control_op("reboot"), nullptr);
 }
 

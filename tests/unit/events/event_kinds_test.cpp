@@ -73,6 +73,27 @@ TEST(EventKindsTest, TheKindsOnceLeftOutAreJournaled) {
   EXPECT_FALSE(find_event_kind("NOT_A_KIND").has_value());
 }
 
+// The "ends turn" column: the kinds every waiter (deskctl ask, deskd run, the journal's
+// scan) stops at, and a failed rollover's TURN_FAILED, which ends nothing.
+TEST(EventKindsTest, TheKindsThatEndATurn) {
+  std::set<std::string_view> ending;
+  for (const EventKindInfo& row : event_kinds()) {
+    if (row.ends_turn != TurnEnd::no) ending.insert(row.name);
+  }
+  EXPECT_EQ(ending, (std::set<std::string_view>{event_kind::kTurnFinished, event_kind::kTurnFailed, event_kind::kTurnStopped,
+                                                event_kind::kCommandAnswered, event_kind::kTriggerFinished}));
+  const boost::json::object plain{{"trigger", "t-1"}};
+  EXPECT_TRUE(ends_turn(event_kind::kTurnFinished, plain));
+  EXPECT_TRUE(ends_turn(event_kind::kTurnFailed, plain));
+  EXPECT_FALSE(ends_turn(event_kind::kTurnFailed, {{"trigger", "t-1"}, {"rollover", true}}));
+  EXPECT_TRUE(ends_turn(event_kind::kTurnStopped, {{"trigger", "t-1"}, {"reason", "the desk stopped"}}));
+  EXPECT_FALSE(ends_turn(event_kind::kTurnStarted, plain));
+  EXPECT_FALSE(ends_turn(event_kind::kDeskStopped, plain));
+  EXPECT_FALSE(ends_turn("NOT_A_KIND", plain));
+  EXPECT_EQ(turn_end_of(event_kind::kTurnFailed), TurnEnd::unless_rollover);
+  EXPECT_EQ(turn_end_of("NOT_A_KIND"), TurnEnd::no);
+}
+
 TEST(EventKindsTest, EveryTextIsAWellFormedTemplate) {
   const std::regex placeholder(R"(\{([a-z_]+)(:(short|prose|path|lines [0-9]+|if [^}]*|given [^}]*))?\})");
   for (const EventKindInfo& row : event_kinds()) {

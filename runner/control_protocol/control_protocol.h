@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -26,19 +27,60 @@ inline constexpr std::size_t kMaximumRequestBytes = std::size_t{1} << 20;
 /// desk's queue, so this cap is also what one request can make deskd hold.
 inline constexpr std::size_t kMaximumSendTextBytes = std::size_t{256} << 10;
 
-/// The operations, for parsing and for `deskctl`'s messages.
+/// The request fields an operation needs (non-empty), as bits.
+enum OpNeeds : unsigned { kNeedsNothing = 0, kNeedsDesk = 1, kNeedsText = 2, kNeedsProposal = 4, kNeedsFollow = 8 };
+
+// clang-format off
+/// Every operation: its constant, its name, the request fields it needs (the parser checks
+/// them, so no handler has to). Both ends name an operation only by its constant. A new
+/// operation is a row here, one in the server's table (runner/control/control_ops.cpp) and
+/// one in deskctl's (runner/deskctl/deskctl_commands.cpp).
+#define DESKD_CONTROL_OPERATIONS(OPERATION) \
+  OPERATION(kDesks,     "desks",     kNeedsNothing) \
+  OPERATION(kStatus,    "status",    kNeedsNothing)  /* every desk's without "desk" */ \
+  OPERATION(kSend,      "send",      kNeedsDesk | kNeedsText) \
+  OPERATION(kFollow,    "follow",    kNeedsNothing)  /* every desk's without "desk" */ \
+  OPERATION(kUnfollow,  "unfollow",  kNeedsFollow) \
+  OPERATION(kCommands,  "commands",  kNeedsDesk) \
+  OPERATION(kProposals, "proposals", kNeedsNothing)  /* every desk's without "desk" */ \
+  OPERATION(kAccept,    "accept",    kNeedsProposal) \
+  OPERATION(kReject,    "reject",    kNeedsProposal) \
+  OPERATION(kReload,    "reload",    kNeedsNothing)
+// clang-format on
+
+/// An operation of the protocol.
+struct Operation {
+  std::string_view name;
+  unsigned needs;  ///< OpNeeds bits
+};
+
+/// The operations, by constant: op::kSend.name is "send".
 namespace op {
-inline constexpr std::string_view kDesks = "desks";
-inline constexpr std::string_view kStatus = "status";
-inline constexpr std::string_view kSend = "send";
-inline constexpr std::string_view kFollow = "follow";
-inline constexpr std::string_view kUnfollow = "unfollow";
-inline constexpr std::string_view kCommands = "commands";
-inline constexpr std::string_view kProposals = "proposals";
-inline constexpr std::string_view kAccept = "accept";
-inline constexpr std::string_view kReject = "reject";
-inline constexpr std::string_view kReload = "reload";
+#define DESKD_CONTROL_OPERATION_CONSTANT(constant, name, needs) inline constexpr Operation constant{name, needs};
+DESKD_CONTROL_OPERATIONS(DESKD_CONTROL_OPERATION_CONSTANT)
+#undef DESKD_CONTROL_OPERATION_CONSTANT
 }  // namespace op
+
+/// Every operation, in the table's order (the order the unknown-operation error lists them).
+std::span<const Operation> operations();
+/// The operation called `name`, or nullptr.
+const Operation* find_operation(std::string_view name);
+
+/// The names of a request's fields (and of a reply's envelope).
+namespace field {
+inline constexpr std::string_view kId = "id";            ///< any JSON value; every reply echoes it
+inline constexpr std::string_view kOp = "op";
+inline constexpr std::string_view kDesk = "desk";
+inline constexpr std::string_view kText = "text";
+inline constexpr std::string_view kFrom = "from";          ///< follow: an event id
+inline constexpr std::string_view kReplay = "replay";      ///< follow: true or false
+inline constexpr std::string_view kProposal = "proposal";  ///< accept, reject: a proposal id
+inline constexpr std::string_view kFollow = "follow";      ///< unfollow: the follow request's id
+inline constexpr std::string_view kOk = "ok";              ///< a reply: true, or false with code and error
+inline constexpr std::string_view kCode = "code";
+inline constexpr std::string_view kError = "error";
+inline constexpr std::string_view kEvent = "event";        ///< a follow's streamed line
+}  // namespace field
 
 /// Error codes in replies.
 namespace code {
@@ -75,7 +117,8 @@ struct ParsedRequest {
   std::string problem_code = std::string(code::kBadRequest);
 };
 
-/// Parses one request line. Never throws.
+/// Parses one request line: a JSON object naming an operation of the table, with the fields
+/// that operation needs. Never throws.
 ParsedRequest parse_control_request(std::string_view line);
 
 /// One reply line (without the newline).

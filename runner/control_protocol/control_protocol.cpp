@@ -1,14 +1,28 @@
-#include "runner/control/control_protocol.h"
+#include "runner/control_protocol/control_protocol.h"
 
 #include <boost/json.hpp>
 
-#include "runner/control/control_ops.h"
+#include <algorithm>
 
 namespace deskd::control {
 
 namespace json = boost::json;
 
 namespace {
+
+#define DESKD_CONTROL_OPERATION_ROW(constant, name, needs) op::constant,
+constexpr Operation kOperations[] = {DESKD_CONTROL_OPERATIONS(DESKD_CONTROL_OPERATION_ROW)};
+#undef DESKD_CONTROL_OPERATION_ROW
+
+// "desks, status, ... and reload", for the unknown-operation error.
+std::string operation_names() {
+  std::string text;
+  const std::size_t count = std::size(kOperations);
+  for (std::size_t index = 0; index < count; ++index) {
+    text += (index == 0 ? "" : index + 1 == count ? " and " : ", ") + std::string(kOperations[index].name);
+  }
+  return text;
+}
 
 // Reads an optional string member; a present member of another type is a problem.
 bool take_string(const json::object& object, std::string_view key, std::optional<std::string>& out,
@@ -25,6 +39,14 @@ bool take_string(const json::object& object, std::string_view key, std::optional
 
 }  // namespace
 
+std::span<const Operation> operations() { return kOperations; }
+
+const Operation* find_operation(std::string_view name) {
+  const auto* found = std::find_if(std::begin(kOperations), std::end(kOperations),
+                                   [&](const Operation& operation) { return operation.name == name; });
+  return found == std::end(kOperations) ? nullptr : found;
+}
+
 ParsedRequest parse_control_request(std::string_view line) {
   ParsedRequest parsed;
   boost::system::error_code error;
@@ -38,29 +60,29 @@ ParsedRequest parse_control_request(std::string_view line) {
     return parsed;
   }
   const json::object& object = value.as_object();
-  if (const json::value* id = object.if_contains("id")) parsed.request.id = *id;
-  const json::value* operation = object.if_contains("op");
+  if (const json::value* id = object.if_contains(field::kId)) parsed.request.id = *id;
+  const json::value* operation = object.if_contains(field::kOp);
   if (operation == nullptr || !operation->is_string()) {
     parsed.problem = "The request needs an 'op' string.";
     return parsed;
   }
   parsed.request.op = std::string(operation->as_string());
-  const ControlOp* operation_row = find_control_op(parsed.request.op);
+  const Operation* operation_row = find_operation(parsed.request.op);
   if (operation_row == nullptr) {
     parsed.problem_code = std::string(code::kUnknownOperation);
     parsed.problem =
-        "Unknown operation '" + parsed.request.op.substr(0, 100) + "'; the operations are " + control_op_names() + ".";
+        "Unknown operation '" + parsed.request.op.substr(0, 100) + "'; the operations are " + operation_names() + ".";
     return parsed;
   }
   ControlRequest& request = parsed.request;
-  if (!take_string(object, "desk", request.desk, parsed.problem) ||
-      !take_string(object, "text", request.text, parsed.problem) ||
-      !take_string(object, "from", request.from, parsed.problem) ||
-      !take_string(object, "proposal", request.proposal, parsed.problem)) {
+  if (!take_string(object, field::kDesk, request.desk, parsed.problem) ||
+      !take_string(object, field::kText, request.text, parsed.problem) ||
+      !take_string(object, field::kFrom, request.from, parsed.problem) ||
+      !take_string(object, field::kProposal, request.proposal, parsed.problem)) {
     return parsed;
   }
-  if (const json::value* follow = object.if_contains("follow")) request.follow = *follow;
-  if (const json::value* replay = object.if_contains("replay")) {
+  if (const json::value* follow = object.if_contains(field::kFollow)) request.follow = *follow;
+  if (const json::value* replay = object.if_contains(field::kReplay)) {
     if (!replay->is_bool()) {
       parsed.problem = "'replay' must be true or false.";
       return parsed;
@@ -69,18 +91,18 @@ ParsedRequest parse_control_request(std::string_view line) {
   }
   // What each operation needs, checked here (as its row in the table says) so that every
   // handler can rely on it.
-  const auto needs = [&](const std::optional<std::string>& field, const char* name) {
-    if (!parsed.problem && (!field || field->empty())) {
-      parsed.problem = "'" + request.op + "' needs a non-empty '" + name + "'.";
+  const auto needs = [&](const std::optional<std::string>& given, std::string_view name) {
+    if (!parsed.problem && (!given || given->empty())) {
+      parsed.problem = "'" + request.op + "' needs a non-empty '" + std::string(name) + "'.";
     }
   };
-  if ((operation_row->needs & kNeedsDesk) != 0) needs(request.desk, "desk");
-  if ((operation_row->needs & kNeedsText) != 0) needs(request.text, "text");
-  if ((operation_row->needs & kNeedsProposal) != 0) needs(request.proposal, "proposal");
+  if ((operation_row->needs & kNeedsDesk) != 0) needs(request.desk, field::kDesk);
+  if ((operation_row->needs & kNeedsText) != 0) needs(request.text, field::kText);
+  if ((operation_row->needs & kNeedsProposal) != 0) needs(request.proposal, field::kProposal);
   if ((operation_row->needs & kNeedsFollow) != 0 && !parsed.problem && !request.follow) {
     parsed.problem = "'" + request.op + "' needs 'follow': the id of the follow request to end.";
   }
-  if (request.op == op::kSend) {
+  if (request.op == op::kSend.name) {
     if (!parsed.problem && request.text->size() > kMaximumSendTextBytes) {
       parsed.problem_code = std::string(code::kTooLarge);
       parsed.problem = "The message is " + std::to_string(request.text->size()) + " bytes; deskd takes messages of at most " +
@@ -93,18 +115,18 @@ ParsedRequest parse_control_request(std::string_view line) {
 
 std::string reply_ok(const json::value& id, json::object fields) {
   json::object reply;
-  reply["id"] = id;
-  reply["ok"] = true;
+  reply[field::kId] = id;
+  reply[field::kOk] = true;
   for (auto& field : fields) reply[field.key()] = std::move(field.value());
   return json::serialize(reply);
 }
 
 std::string reply_error(const json::value& id, std::string_view error_code, std::string_view message) {
-  return json::serialize(json::object{{"id", id}, {"ok", false}, {"code", error_code}, {"error", message}});
+  return json::serialize(json::object{{field::kId, id}, {field::kOk, false}, {field::kCode, error_code}, {field::kError, message}});
 }
 
 std::string reply_event(const json::value& id, const json::object& event) {
-  return json::serialize(json::object{{"id", id}, {"event", event}});
+  return json::serialize(json::object{{field::kId, id}, {field::kEvent, event}});
 }
 
 }  // namespace deskd::control

@@ -1,0 +1,164 @@
+#include "runner/deskctl/deskctl_output.h"
+
+#include <boost/json.hpp>
+
+#include <cstdio>
+#include <string_view>
+
+#include "base/terminal_text.h"
+#include "runner/control_protocol/control_protocol.h"
+#include "runner/events/india_time.h"
+
+namespace deskd::control::deskctl {
+
+namespace json = boost::json;
+
+std::string text_of(const json::object& object, const char* key) {
+  const json::value* value = object.if_contains(key);
+  if (value == nullptr || value->is_null()) return {};
+  return value->is_string() ? std::string(value->as_string()) : json::serialize(*value);
+}
+
+std::string shown(const json::object& object, const char* key) { return terminal_text(text_of(object, key)); }
+
+std::string shown_lines(const json::object& object, const char* key) {
+  return terminal_text(text_of(object, key), LineBreaks::kept);
+}
+
+std::string shown_time(const json::object& object, const char* key) {
+  return terminal_text(desk::readable_india_time(text_of(object, key)));
+}
+
+std::string shown_path(const json::object& object, const char* key) { return terminal_path(text_of(object, key)); }
+
+bool is_ok(const json::object& reply) {
+  const json::value* ok = reply.if_contains(field::kOk);
+  return ok != nullptr && ok->is_bool() && ok->as_bool();
+}
+
+int refused(const json::object& reply, bool json_output) {
+  if (json_output) std::puts(json::serialize(reply).c_str());
+  std::fprintf(stderr, "deskctl: %s\n", shown_lines(reply, "error").c_str());
+  return kRefused;
+}
+
+int unreachable(const Error& error) {
+  std::fprintf(stderr, "deskctl: %s\n", error.what.c_str());
+  return kUnreachable;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string text;
+  for (std::size_t index = 0; index < words.size(); ++index) text += (index > 0 ? " " : "") + words[index];
+  return text;
+}
+
+namespace {
+
+void print_desks(const json::array& desks) {
+  std::printf("%-20s %-9s %-8s %-7s %s\n", "DESK", "STATE", "MODE", "QUEUED", "MODEL");
+  for (const auto& value : desks) {
+    const json::object& desk = value.as_object();
+    std::string state = shown(desk, "state");
+    if (text_of(desk, "paused") == "true") state += " (paused)";
+    std::printf("%-20s %-9s %-8s %-7s %s\n", shown(desk, "name").c_str(), state.c_str(), shown(desk, "mode").c_str(),
+                shown(desk, "queued").c_str(), shown(desk, "model").c_str());
+    if (!text_of(desk, "error").empty()) std::printf("  error: %s\n", shown(desk, "error").c_str());
+  }
+}
+
+}  // namespace
+
+int print_desks_reply(const json::object& reply) {
+  print_desks(reply.at("desks").as_array());
+  return kOk;
+}
+
+int print_status_reply(const json::object& reply) {
+  const json::object& status = reply.at("status").as_object();
+  if (const json::value* desks = status.if_contains("desks"); desks != nullptr && desks->is_array()) {
+    std::printf("deskd at %s%s\n", shown_time(status, "time").c_str(), text_of(status, "stopping") == "true" ? " (stopping)" : "");
+    print_desks(desks->as_array());
+    return kOk;
+  }
+  for (const char* key : {"name", "state", "mode", "paused", "queued", "model", "directory", "network", "open_proposals",
+                          "error"}) {
+    if (!status.contains(key)) continue;
+    const std::string value = std::string_view(key) == "directory" ? shown_path(status, key) : shown(status, key);
+    std::printf("%-15s %s\n", (std::string(key) + ":").c_str(), value.c_str());
+  }
+  if (const json::value* schedules = status.if_contains("schedules"); schedules != nullptr && schedules->is_array()) {
+    for (const auto& schedule : schedules->as_array()) {
+      std::printf("schedule:       %s, next %s\n", shown(schedule.as_object(), "name").c_str(),
+                  shown_time(schedule.as_object(), "next").c_str());
+    }
+  }
+  if (status.contains("usage")) std::printf("usage:\n%s\n", shown_lines(status, "usage").c_str());
+  return kOk;
+}
+
+int print_trigger_reply(const json::object& reply) {
+  std::puts(shown(reply, "trigger").c_str());
+  return kOk;
+}
+
+int print_commands_reply(const json::object& reply) {
+  for (const auto& entry : reply.at("commands").as_array()) {
+    std::printf("%-16s %s\n", shown(entry.as_object(), "name").c_str(), shown(entry.as_object(), "description").c_str());
+  }
+  return kOk;
+}
+
+int print_proposals_reply(const json::object& reply) {
+  const json::array& proposals = reply.at("proposals").as_array();
+  if (proposals.empty()) std::puts("No proposals.");
+  for (const auto& value : proposals) {
+    const json::object& proposal = value.as_object();
+    std::printf("%s  %-8s  %s  %s\n  %s\n  why: %s\n", shown(proposal, "id").c_str(), shown(proposal, "status").c_str(),
+                shown(proposal, "desk").c_str(), shown_time(proposal, "time").c_str(), shown_path(proposal, "path").c_str(),
+                shown(proposal, "reason").c_str());
+    // The diff keeps its lines; within them, what the desk wrote is shown escaped.
+    const std::string diff = shown_lines(proposal, "diff");
+    if (!diff.empty() && text_of(proposal, "status") == "open") std::printf("%s%s", diff.c_str(), diff.back() == '\n' ? "" : "\n");
+  }
+  return kOk;
+}
+
+int print_decision_reply(const json::object& reply) {
+  const json::object& proposal = reply.at("proposal").as_object();
+  std::printf("Proposal %s %s: %s\n", shown(proposal, "id").c_str(), shown(proposal, "status").c_str(),
+              shown_path(proposal, "path").c_str());
+  return kOk;
+}
+
+int print_reload_reply(const json::object& reply) {
+  const json::object& reload = reply.at("reload").as_object();
+  for (const char* what : {"started", "stopped", "restarted", "kept"}) {
+    const json::value* list = reload.if_contains(what);
+    if (list == nullptr || !list->is_array() || list->as_array().empty()) continue;
+    std::string names;
+    for (const auto& name : list->as_array()) {
+      names += (names.empty() ? "" : ", ") + terminal_text(name.is_string() ? std::string_view(name.as_string()) : "");
+    }
+    std::printf("%-10s %s\n", what, names.c_str());
+  }
+  if (const json::value* failed = reload.if_contains("failed"); failed != nullptr && failed->is_object()) {
+    for (const auto& [name, why] : failed->as_object()) {
+      std::printf("failed     %s: %s\n", terminal_text(name).c_str(),
+                  terminal_text(why.is_string() ? std::string_view(why.as_string()) : "").c_str());
+    }
+    return failed->as_object().empty() ? kOk : kRefused;
+  }
+  return kOk;
+}
+
+int print_reply_fields(const json::object& reply) {
+  for (const auto& [key, value] : reply) {
+    if (key == field::kId || key == field::kOk) continue;
+    const std::string name = terminal_text(key) + ":";
+    std::printf("%-15s %s\n", name.c_str(), shown(reply, std::string(key).c_str()).c_str());
+  }
+  return kOk;
+}
+
+}  // namespace deskd::control::deskctl
