@@ -1,6 +1,7 @@
 #include "runner/app/desk_tool_options.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <boost/asio.hpp>
 
@@ -12,8 +13,10 @@
 
 #include "base/clock.h"
 #include "runner/app/cli_values.h"
+#include "runner/daemon/desk_assembly.h"
 #include "runner/egress/egress_proxy.h"
 #include "runner/tools/proposal_store.h"
+#include "sandbox/uid_registry.h"
 
 namespace deskd::app {
 
@@ -57,33 +60,52 @@ Result<bool> take_desk_tool_option(std::span<const std::string_view> arguments, 
   return true;
 }
 
-Result<tools::DeskToolSettings> build_desk_tool_settings(const DeskToolOptions& options) {
+Result<CommandDesk> command_desk(const DeskToolOptions& options) {
   if (!options.sandbox.desk_directory) return usage("--desk DIR is required.");
-  DESKD_ASSIGN_OR_RETURN(auto spec, build_sandbox_spec(options.sandbox));
-  std::shared_ptr<tools::ProposalStore> proposals;
-  if (options.proposals_folder) {
-    // A desk must not be able to forge or edit a proposal with its own tools.
-    std::error_code error;
-    const auto folder = std::filesystem::weakly_canonical(*options.proposals_folder, error);
-    if (error || spec.confinement.writable_place_for(folder) != nullptr ||
-        spec.confinement.writable_place_for(folder / "proposal.json") != nullptr) {
-      return usage("--proposals " + options.proposals_folder->string() +
-                   " is inside the desk's writable places; choose a folder the desk cannot write.");
-    }
-    DESKD_ASSIGN_OR_RETURN(proposals, tools::ProposalStore::open(folder, std::make_shared<SystemClock>()));
+  DESKD_RETURN_IF_ERROR(check_sandbox_options(options.sandbox));
+  CommandDesk command;
+  DeskConfig& desk = command.desk;
+  std::error_code error;
+  desk.directory = std::filesystem::weakly_canonical(std::filesystem::absolute(*options.sandbox.desk_directory), error);
+  if (error) desk.directory = std::filesystem::absolute(*options.sandbox.desk_directory).lexically_normal();
+  desk.name = desk.directory.filename().native();
+  desk.hidden_paths = options.sandbox.hidden_paths;
+  desk.timeout_seconds = options.timeout_seconds;
+  desk.maximum_output_characters = options.maximum_output_characters;
+  desk.sandbox = options.sandbox.settings;
+  desk.sandbox.disk_quota_bytes.reset();  // the daemon's alone: it mounts and keeps the quota
+  if (::geteuid() == 0) {
+    // A root ad-hoc command never runs as a served desk's uid, nor on a served desk's
+    // folder: it would hand that desk's places to another uid (or its own to the desk).
+    DESKD_RETURN_IF_ERROR(sandbox::refuse_served_desk_folder(desk.directory));
+    const bool given = desk.sandbox.uid || desk.sandbox.gid;  // else the ad-hoc ids; a half given, as the builder
+    command.ids = DeskIds{desk.sandbox.uid.value_or(given ? sandbox::kDefaultDeskUid : sandbox::kAdHocDeskUid),
+                          desk.sandbox.gid.value_or(given ? sandbox::kDefaultDeskUid : sandbox::kAdHocDeskUid)};
   }
-  const std::string desk_name = spec.confinement.desk_directory().filename().string();
-  return tools::DeskToolSettings{std::move(spec), options.timeout_seconds, options.maximum_output_characters,
-                                 desk_name, std::move(proposals)};
+  return command;
 }
 
-Result<void> attach_command_egress(tools::DeskToolSettings& settings, const DeskToolOptions& options,
-                                   boost::asio::any_io_executor executor) {
-  return egress::attach_egress_proxy(settings.sandbox, options.sandbox.settings, std::move(executor),
-                                     [](const egress::EgressRefusal& refusal) {
-                                       std::fprintf(stderr, "deskd: network refused %s:%u: %s\n", refusal.host.c_str(),
-                                                    static_cast<unsigned>(refusal.port), refusal.why.c_str());
-                                     });
+egress::RefusalSink refusals_to_standard_error() {
+  return [](const egress::EgressRefusal& refusal) {
+    std::fprintf(stderr, "deskd: network refused %s:%u: %s\n", refusal.host.c_str(), static_cast<unsigned>(refusal.port),
+                 refusal.why.c_str());
+  };
+}
+
+Result<tools::DeskToolSettings> build_desk_tool_settings(const DeskToolOptions& options,
+                                                         boost::asio::any_io_executor executor) {
+  DESKD_ASSIGN_OR_RETURN(auto command, command_desk(options));
+  DESKD_ASSIGN_OR_RETURN(auto spec, assemble_desk_sandbox(executor, {.desk = command.desk,
+                                                                     .state_folder = {},
+                                                                     .ids = command.ids,
+                                                                     .refusals = refusals_to_standard_error()}));
+  std::shared_ptr<tools::ProposalStore> proposals;
+  if (options.proposals_folder) {
+    DESKD_ASSIGN_OR_RETURN(auto folder, tools::proposals_folder_outside(spec.confinement, *options.proposals_folder));
+    DESKD_ASSIGN_OR_RETURN(proposals, tools::ProposalStore::open(folder, std::make_shared<SystemClock>()));
+  }
+  return tools::DeskToolSettings{std::move(spec), options.timeout_seconds, options.maximum_output_characters,
+                                 command.desk.name, std::move(proposals)};
 }
 
 int run_until_done(boost::asio::io_context& io, boost::asio::awaitable<int> main, std::function<void()> on_signal) {

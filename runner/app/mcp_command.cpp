@@ -55,8 +55,6 @@ std::optional<std::chrono::milliseconds> parse_interval(std::string_view text) {
 }
 
 int serve_mcp(const DeskToolOptions& options, std::chrono::milliseconds progress_interval) {
-  auto settings = build_desk_tool_settings(options);
-  if (!settings.ok()) return usage_error("mcp", settings.error().what);
   UniqueFd input = duplicate_descriptor(0);
   UniqueFd output = duplicate_descriptor(1);
   if (!input || !output) {
@@ -65,9 +63,8 @@ int serve_mcp(const DeskToolOptions& options, std::chrono::milliseconds progress
   }
 
   boost::asio::io_context io;
-  if (auto proxied = attach_command_egress(*settings, options, io.get_executor()); !proxied.ok()) {
-    return usage_error("mcp", proxied.error().what);
-  }
+  auto settings = build_desk_tool_settings(options, io.get_executor());
+  if (!settings.ok()) return usage_error("mcp", settings.error().what);
   tools::ToolRegistry registry = tools::make_desk_tools(io.get_executor(), std::move(*settings));
   tools::McpServer server(registry, tools::McpServerInfo{"deskd", DESKD_VERSION}, progress_interval);
   auto serve = [&]() -> boost::asio::awaitable<int> {

@@ -10,16 +10,12 @@
 #include "base/task_group.h"
 #include "runner/app/command_options.h"
 #include "runner/app/desk_tool_options.h"
+#include "runner/daemon/desk_assembly.h"
 #include "runner/desk/desk_runtime.h"
-#include "runner/desk/session_keeper.h"
 #include "runner/events/event_kinds.h"
 #include "runner/events/event_text.h"
 #include "runner/events/trigger.h"
-#include "runner/journal/journal.h"
 #include "runner/journal/journal_tail.h"
-#include "runner/model/model_turn_runner.h"
-#include "runner/model/script_provider.h"
-#include "runner/tools/proposal_store.h"
 
 namespace deskd::app {
 
@@ -57,42 +53,27 @@ int run_turn(RunRequest& request) {
     std::fputs("deskd run: give --desk DIR and a message.\nRun 'deskd run --help' for usage.\n", stderr);
     return 2;
   }
-  std::optional<std::filesystem::path> script_path, state_folder;
-  if (!request.script_path.empty()) script_path = std::filesystem::absolute(request.script_path);
-  if (!request.state_folder.empty()) state_folder = std::filesystem::absolute(request.state_folder);
-  const auto state = state_folder.value_or(std::filesystem::absolute(*options.sandbox.desk_directory) / ".deskd");
-  if (!options.proposals_folder) options.proposals_folder = state / "proposals";
-  std::error_code error;
-  std::filesystem::create_directories(state, error);
-  if (error) return setup_error("The state folder " + state.native() + " cannot be created: " + error.message() + ".");
+  auto command = command_desk(options);
+  if (!command.ok()) return setup_error(command.error().what);
+  // The desk the daemon would assemble from a [[desk]] table, on the script model.
+  DeskConfig& desk_config = command->desk;
+  desk_config.model.provider = "script";
+  if (!request.script_path.empty()) desk_config.model.script = std::filesystem::absolute(request.script_path);
+  const auto state = request.state_folder.empty() ? desk_config.directory / ".deskd"
+                                                  : std::filesystem::absolute(request.state_folder);
+  const std::string desk_name = desk_config.name;
 
-  auto provider = script_path ? model::ScriptProvider::load(*script_path) : model::ScriptProvider::embedded_demo();
-  if (!provider.ok()) return setup_error(provider.error().what);
-  auto settings = build_desk_tool_settings(options);
-  if (!settings.ok()) return setup_error(settings.error().what);
-  auto journal = desk::Journal::open(state / "journal.jsonl");
-  if (!journal.ok()) return setup_error(journal.error().what);
-
-  const std::string desk_name = options.sandbox.desk_directory->filename().native();
-  settings->desk_name = desk_name;
   SystemClock clock;
   asio::io_context io;
-  if (auto proxied = attach_command_egress(*settings, options, io.get_executor()); !proxied.ok()) {
-    return setup_error(proxied.error().what);
-  }
-  auto registry = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(io.get_executor(), *settings));
-  desk::SessionKeeper keeper(state / "sessions", clock);
-  auto runner = std::make_shared<model::ModelTurnRunner>(
-      std::make_shared<model::ScriptProvider>(std::move(provider).value()), registry,
-      model::TurnRunnerSettings{"You run the " + desk_name + " desk."}, &keeper);
   desk::EventBus bus(clock);
   // Ids go on from the journal's last one: two runs never write the same id.
   bus.continue_numbering_after(desk::read_recent_events({state / "journal.jsonl"}, 1).highest_event_number);
-  desk::DeskParts parts;
-  parts.tool_registry = registry;
-  parts.session_keeper = &keeper;
-  parts.journal = &*journal;
-  desk::DeskRuntime desk(io.get_executor(), {.name = desk_name}, bus, runner, clock, parts);
+  auto assembled = assemble_desk(io.get_executor(),
+                                 {.desk = desk_config, .state_folder = state, .proposals_folder = options.proposals_folder,
+                                  .ids = command->ids, .refusals = refusals_to_standard_error()},
+                                 bus, clock);
+  if (!assembled.ok()) return setup_error(assembled.error().what);
+  desk::DeskRuntime& desk = *(*assembled)->runtime;
   auto events = bus.subscribe(io.get_executor(), 100000);
 
   // The desk runs as a child of this command: cancelled (its turn over, or ^C) and

@@ -124,8 +124,6 @@ awaitable<int> serve_terminal(tools::BashSession& session, tools::LineReader& re
 }
 
 int run_shell(const DeskToolOptions& options, bool json_lines) {
-  auto settings = build_desk_tool_settings(options);
-  if (!settings.ok()) return usage_error("shell", settings.error().what);
   UniqueFd input = duplicate_descriptor(0);
   UniqueFd output = duplicate_descriptor(1);
   if (!input || !output) {
@@ -134,9 +132,8 @@ int run_shell(const DeskToolOptions& options, bool json_lines) {
   }
 
   asio::io_context io;
-  if (auto proxied = attach_command_egress(*settings, options, io.get_executor()); !proxied.ok()) {
-    return usage_error("shell", proxied.error().what);
-  }
+  auto settings = build_desk_tool_settings(options, io.get_executor());
+  if (!settings.ok()) return usage_error("shell", settings.error().what);
   const std::size_t maximum_line_bytes = json_lines ? tools::McpServer::kMaximumMessageBytes : kMaximumCommandBytes;
   tools::LineReader reader(io.get_executor(), std::move(input), maximum_line_bytes);
   tools::LineWriter writer(io.get_executor(), std::move(output));

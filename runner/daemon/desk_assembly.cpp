@@ -116,33 +116,40 @@ std::filesystem::path desk_state_folder(const Config& config, const std::string&
   return config.runner.state_folder / "desks" / desk_name;
 }
 
-Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executor executor, const Config& config,
-                                                     const DeskConfig& desk_config, std::optional<DeskIds> ids,
+Result<sandbox::SandboxSpec> assemble_desk_sandbox(boost::asio::any_io_executor executor, const DeskAssemblyInput& input) {
+  const DeskConfig& desk_config = input.desk;
+  // The config's own value, as the config decided it for this desk; only the ids of a root
+  // deskd's desk are chosen now (for every desk the daemon starts at once, in one lock and
+  // one write of the files: desk_ids_for_desks).
+  sandbox::SandboxSettings sandbox_settings = desk_config.sandbox;
+  if (::geteuid() == 0 && !input.ids) {
+    return Error::make(ErrorCode::internal, "choosing the desk's uid: a root deskd runs each desk as a uid of its "
+                                            "own, and none was chosen for desk '" + desk_config.name + "'.");
+  }
+  if (input.ids) {
+    sandbox_settings.uid = input.ids->uid;
+    sandbox_settings.gid = input.ids->gid;
+  }
+  auto spec = sandbox::build_desk_sandbox_spec(desk_config.directory, desk_config.hidden_paths, sandbox_settings);
+  if (!spec.ok()) return step_failed("building the sandbox", spec.error());
+  auto proxied = egress::attach_egress_proxy(*spec, sandbox_settings, executor, input.refusals);
+  if (!proxied.ok()) return step_failed("setting up the egress proxy", proxied.error());
+  return spec;
+}
+
+Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executor executor, DeskAssemblyInput input,
                                                      desk::EventBus& bus, const Clock& clock) {
+  const DeskConfig& desk_config = input.desk;
+  const sandbox::SandboxSettings& sandbox_settings = desk_config.sandbox;
   auto desk = std::make_unique<AssembledDesk>();
-  const std::filesystem::path state = desk_state_folder(config, desk_config.name);
+  const std::filesystem::path& state = input.state_folder;
   std::error_code error;
   std::filesystem::create_directories(state, error);
   if (error) return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
 
-  // The config's own value, as the config decided it for this desk; only the ids of a root
-  // deskd's desk are chosen now.
-  sandbox::SandboxSettings sandbox_settings = desk_config.sandbox;
-  // Chosen by the daemon for every desk it starts at once (desk_ids_for_desks): one lock and
-  // one write of the files for all of them, not one each.
-  if (::geteuid() == 0 && !ids) {
-    return Error::make(ErrorCode::internal, "choosing the desk's uid: a root deskd runs each desk as a uid of its "
-                                            "own, and none was chosen for desk '" + desk_config.name + "'.");
-  }
-  if (ids) {
-    sandbox_settings.uid = ids->uid;
-    sandbox_settings.gid = ids->gid;
-  }
-  auto spec = sandbox::build_desk_sandbox_spec(desk_config.directory, desk_config.hidden_paths, sandbox_settings);
-  if (!spec.ok()) return step_failed("building the sandbox", spec.error());
-  auto proxied = egress::attach_egress_proxy(*spec, sandbox_settings, executor,
-                                             network_refusal_publisher(bus, desk_config.name));
-  if (!proxied.ok()) return step_failed("setting up the egress proxy", proxied.error());
+  if (!input.refusals) input.refusals = network_refusal_publisher(bus, desk_config.name);
+  auto spec = assemble_desk_sandbox(executor, input);
+  if (!spec.ok()) return std::move(spec).error();
   if (sandbox_settings.disk_quota_bytes) {
     // One inode per 16 KiB unless the config says otherwise, as mkfs would for small files.
     const sandbox::DiskQuota quota{*sandbox_settings.disk_quota_bytes,
@@ -163,8 +170,11 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   // started only when a proposal is accepted).
   desk->path_policy.emplace(spec->confinement, std::make_shared<sandbox::FileOpener>(*spec));
 
+  auto proposals_folder = tools::proposals_folder_outside(spec->confinement,
+                                                         input.proposals_folder.value_or(state / "proposals"));
+  if (!proposals_folder.ok()) return step_failed("opening the proposals", proposals_folder.error());
   // The clock outlives every desk (the daemon owns both); the store only needs to read it.
-  auto proposals = tools::ProposalStore::open(state / "proposals", std::shared_ptr<const Clock>(&clock, [](const Clock*) {}),
+  auto proposals = tools::ProposalStore::open(*proposals_folder, std::shared_ptr<const Clock>(&clock, [](const Clock*) {}),
                                               desk_config.proposable_paths);
   if (!proposals.ok()) return step_failed("opening the proposals", proposals.error());
   desk->proposals = *proposals;

@@ -1,8 +1,10 @@
 #pragma once
-// One desk of the daemon, built from its config: its sandbox and tools, proposals, journal,
-// session keeper, usage, market, skills, model, runtime and scheduler, with their files in
-// <state folder>/desks/<name>/. The sandbox is tried once before the desk counts as
-// started, so a desk that cannot be confined never runs (fail closed).
+// The one desk assembly, for `deskd serve` and `deskd run` alike (and its first step for
+// `deskd shell` and `deskd mcp`): a desk's sandbox and tools, proposals, journal, session
+// keeper, usage, market, skills, model (with its one system prompt), runtime and scheduler,
+// with their files in its state folder (<state folder>/desks/<name>/ under the daemon).
+// The sandbox is tried once before the desk counts as started, so a desk that cannot be
+// confined never runs (fail closed).
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -52,11 +54,30 @@ egress::RefusalSink network_refusal_publisher(desk::EventBus& bus, std::string d
 /// The folder that holds a desk's journal, sessions, proposals and usage.
 std::filesystem::path desk_state_folder(const Config& config, const std::string& desk_name);
 
-/// Builds the desk and tries its sandbox once. The error says which step failed. `ids` are
-/// the desk's own host uid and gid (desk_ids_for_desks), which a root deskd must give and an
-/// unprivileged one must not; a root deskd's desk without them is refused (fail closed).
-Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executor executor, const Config& config,
-                                                     const DeskConfig& desk_config, std::optional<DeskIds> ids,
+/// What a desk is assembled from: the daemon fills it from deskd.toml, `deskd run` from its
+/// command line (runner/app/desk_tool_options.h), so both build the very same desk.
+struct DeskAssemblyInput {
+  const DeskConfig& desk;
+  /// Its journal, sessions, usage, schedules, quota mounts and (by default) proposals.
+  std::filesystem::path state_folder;
+  /// Where proposals go instead of state_folder/proposals; never a place the desk can write.
+  std::optional<std::filesystem::path> proposals_folder = {};
+  /// The desk's own host uid and gid, which a root deskd must give (desk_ids_for_desks, or
+  /// the ad-hoc commands' kAdHocDeskUid) and an unprivileged one must not.
+  std::optional<DeskIds> ids = {};
+  /// Where the egress proxy's refusals go; by default NETWORK_REFUSED on the desk's bus.
+  egress::RefusalSink refusals = {};
+};
+
+/// The first step of every desk, also all that `deskd shell` and `deskd mcp` need: the
+/// sandbox spec of `input.desk` (its confinement, its settings, its ids), its writable
+/// places prepared, and under network = "allowlist" its egress proxy on `executor`. A root
+/// deskd's desk without ids is refused (fail closed). The error says which step failed.
+Result<sandbox::SandboxSpec> assemble_desk_sandbox(boost::asio::any_io_executor executor, const DeskAssemblyInput& input);
+
+/// Builds the whole desk (the sandbox as above, its quota, tools, model, runtime and
+/// scheduler) and tries its sandbox once. The error says which step failed.
+Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executor executor, DeskAssemblyInput input,
                                                      desk::EventBus& bus, const Clock& clock);
 
 }  // namespace deskd::app

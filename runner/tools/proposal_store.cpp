@@ -313,4 +313,17 @@ Result<std::string> file_base(const std::filesystem::path& path, const policy::F
   return "sha256:" + hex_encode(std::span<const unsigned char>(digest, size));
 }
 
+Result<std::filesystem::path> proposals_folder_outside(const policy::Confinement& confinement,
+                                                       const std::filesystem::path& folder) {
+  std::error_code error;
+  const auto resolved = std::filesystem::weakly_canonical(folder, error);
+  if (error || confinement.writable_place_for(resolved) != nullptr ||
+      confinement.writable_place_for(resolved / "proposal.json") != nullptr) {
+    return Error::make(ErrorCode::invalid_argument, policy::printable_path(folder.native()) +
+                                                        " is inside the desk's writable places; choose a folder the "
+                                                        "desk cannot write.");
+  }
+  return resolved;
+}
+
 }  // namespace deskd::tools

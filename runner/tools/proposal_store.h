@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/result.h"
+#include "policy/confinement.h"
 #include "policy/file_system_calls.h"
 
 namespace deskd::tools {
@@ -109,5 +110,10 @@ class ProposalStore {
   // second one on the same file.
   mutable std::mutex mutex_;
 };
+
+/// `folder` resolved, unless it is one of `confinement`'s writable places or inside one: a
+/// desk must not be able to forge or edit a proposal with its own tools.
+Result<std::filesystem::path> proposals_folder_outside(const policy::Confinement& confinement,
+                                                       const std::filesystem::path& folder);
 
 }  // namespace deskd::tools

@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <boost/asio/system_executor.hpp>
+
 #include <filesystem>
 
 #include "runner/app/desk_tool_options.h"
@@ -112,7 +114,7 @@ TEST(DeskToolOptionsTest, RefusesBadToolValues) {
 }
 
 TEST(DeskToolOptionsTest, TheDeskIsRequired) {
-  auto settings = build_desk_tool_settings(DeskToolOptions{});
+  auto settings = build_desk_tool_settings(DeskToolOptions{}, boost::asio::system_executor());
   ASSERT_FALSE(settings.ok());
   EXPECT_EQ(settings.error().what, "--desk DIR is required.");
 }
@@ -123,12 +125,12 @@ TEST(DeskToolOptionsTest, RefusesAProposalsFolderTheDeskCanWrite) {
   DeskToolOptions options;
   options.sandbox.desk_directory = desk;
   options.proposals_folder = desk / "notes" / "proposals";
-  auto settings = build_desk_tool_settings(options);
+  auto settings = build_desk_tool_settings(options, boost::asio::system_executor());
   ASSERT_FALSE(settings.ok());
   EXPECT_THAT(settings.error().what, HasSubstr("is inside the desk's writable places"));
 
   options.proposals_folder = desk.parent_path() / (desk.filename().string() + "-proposals");
-  settings = build_desk_tool_settings(options);
+  settings = build_desk_tool_settings(options, boost::asio::system_executor());
   ASSERT_TRUE(settings.ok()) << settings.error().what;
   EXPECT_EQ(settings->desk_name, desk.filename().string());
   EXPECT_NE(settings->proposals, nullptr);
