@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -186,6 +187,18 @@ Result<void> refuse_served_desk_folder(const std::filesystem::path& folder, cons
                          "), served by the deskd whose state folder is " + served->state_folder.native() +
                          "; an ad-hoc command would hand its places to another uid. Talk to the desk with deskctl, "
                          "or copy the folder.");
+}
+
+Result<void> settle_ad_hoc_ids(const std::filesystem::path& folder, SandboxSettings& settings) {
+  if (::geteuid() != 0) return success();
+  std::error_code error;
+  const auto resolved = std::filesystem::weakly_canonical(folder, error);
+  DESKD_RETURN_IF_ERROR(refuse_served_desk_folder(error ? folder : resolved));
+  if (!settings.uid && !settings.gid) {
+    settings.uid = kAdHocDeskUid;
+    settings.gid = kAdHocDeskUid;
+  }
+  return success();
 }
 
 }  // namespace deskd::sandbox

@@ -16,6 +16,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "sandbox/sandbox_spec.h"
 
 namespace deskd::sandbox {
 
@@ -71,5 +72,11 @@ class UidRegistry {
 /// the ad-hoc commands under root.
 Result<void> refuse_served_desk_folder(const std::filesystem::path& folder,
                                        const std::filesystem::path& registry_file = kUidRegistryFile);
+
+/// For the ad-hoc commands (deskd sandbox, run, shell, mcp) on `folder`: under a root deskd,
+/// refuses a served desk's folder (the command would hand that desk's places to another uid,
+/// or its own to the desk) and, unless --uid or --gid gave ids, runs the sandbox as
+/// kAdHocDeskUid. Nothing for an unprivileged deskd.
+Result<void> settle_ad_hoc_ids(const std::filesystem::path& folder, SandboxSettings& settings);
 
 }  // namespace deskd::sandbox

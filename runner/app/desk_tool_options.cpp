@@ -74,13 +74,11 @@ Result<CommandDesk> command_desk(const DeskToolOptions& options) {
   desk.maximum_output_characters = options.maximum_output_characters;
   desk.sandbox = options.sandbox.settings;
   desk.sandbox.disk_quota_bytes.reset();  // the daemon's alone: it mounts and keeps the quota
+  DESKD_RETURN_IF_ERROR(sandbox::settle_ad_hoc_ids(desk.directory, desk.sandbox));
   if (::geteuid() == 0) {
-    // A root ad-hoc command never runs as a served desk's uid, nor on a served desk's
-    // folder: it would hand that desk's places to another uid (or its own to the desk).
-    DESKD_RETURN_IF_ERROR(sandbox::refuse_served_desk_folder(desk.directory));
-    const bool given = desk.sandbox.uid || desk.sandbox.gid;  // else the ad-hoc ids; a half given, as the builder
-    command.ids = DeskIds{desk.sandbox.uid.value_or(given ? sandbox::kDefaultDeskUid : sandbox::kAdHocDeskUid),
-                          desk.sandbox.gid.value_or(given ? sandbox::kDefaultDeskUid : sandbox::kAdHocDeskUid)};
+    // The assembly takes a root deskd's ids apart; a half given is completed as the builder does.
+    command.ids = DeskIds{desk.sandbox.uid.value_or(sandbox::kDefaultDeskUid),
+                          desk.sandbox.gid.value_or(sandbox::kDefaultDeskUid)};
   }
   return command;
 }

@@ -122,16 +122,7 @@ Result<sandbox::SandboxSpec> build_sandbox_spec(const SandboxOptions& options) {
   std::error_code error;
   const auto folder = options.desk_directory ? *options.desk_directory : std::filesystem::current_path(error);
   sandbox::SandboxSettings settings = options.settings;
-  if (::geteuid() == 0) {
-    // A root ad-hoc command never runs as a served desk's uid, nor on a served desk's
-    // folder: it would hand that desk's places to another uid (or its own to the desk).
-    const auto resolved = std::filesystem::weakly_canonical(folder, error);
-    DESKD_RETURN_IF_ERROR(sandbox::refuse_served_desk_folder(error ? folder : resolved));
-    if (!settings.uid && !settings.gid) {
-      settings.uid = sandbox::kAdHocDeskUid;
-      settings.gid = sandbox::kAdHocDeskUid;
-    }
-  }
+  DESKD_RETURN_IF_ERROR(sandbox::settle_ad_hoc_ids(folder, settings));
   if (options.desk_directory) return sandbox::build_desk_sandbox_spec(folder, options.hidden_paths, settings);
   DESKD_ASSIGN_OR_RETURN(auto confinement, policy::Confinement::create(folder, options.hidden_paths));
   return sandbox::build_sandbox_spec(confinement, settings);
