@@ -128,8 +128,13 @@ SandboxSpecBuilder& SandboxSpecBuilder::apply(const SandboxSettings& settings) {
     // declared here once: the sandbox's /etc/hosts, its forwarder and deskd's proxy
     // (attach_egress_proxy) all take them from the spec.
     auto allowlist = policy::EgressAllowlist::parse(settings.allowed_hosts);
-    if (allowlist.ok()) spec_.egress_names = policy::egress_names(*allowlist);
-    else problems_.push_back("allowed_hosts: " + allowlist.error().what);
+    if (allowlist.ok()) {
+      spec_.egress_names = policy::egress_names(*allowlist);
+      spec_.allowlist = std::move(allowlist).value();
+    } else {
+      problems_.push_back("allowed_hosts: " + allowlist.error().what);
+    }
+    spec_.egress_limits = settings.egress;
   }
   host_view(settings.host_view);
   if (settings.memory_bytes) memory_limit(*settings.memory_bytes);

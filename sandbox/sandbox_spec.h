@@ -15,6 +15,7 @@
 
 #include "base/result.h"
 #include "policy/confinement.h"
+#include "policy/egress_allowlist.h"
 #include "policy/egress_names.h"
 #include "sandbox/desk_cgroup.h"
 #include "sandbox/egress_relay.h"
@@ -126,6 +127,10 @@ struct SandboxSpec {
   /// network = "allowlist": the exact allowed names, each on a loopback address of its own
   /// that the sandbox's /etc/hosts names and its forwarder listens on (policy/egress_names.h).
   std::vector<policy::EgressName> egress_names{};
+  /// network = "allowlist": the allowed hosts, parsed once here, and what the desk may spend
+  /// through the proxy: all deskd's egress proxy takes (runner/egress/).
+  policy::EgressAllowlist allowlist{};
+  EgressLimits egress_limits{};
   HostView host_view = HostView::minimal;
   /// Shown read-only in the minimal view, resolved, at the same paths as on the host.
   std::vector<std::filesystem::path> read_only_paths{};

@@ -132,7 +132,7 @@ Result<sandbox::SandboxSpec> assemble_desk_sandbox(boost::asio::any_io_executor 
   }
   auto spec = sandbox::build_desk_sandbox_spec(desk_config.directory, desk_config.hidden_paths, sandbox_settings);
   if (!spec.ok()) return step_failed("building the sandbox", spec.error());
-  auto proxied = egress::attach_egress_proxy(*spec, sandbox_settings, executor, input.refusals);
+  auto proxied = egress::attach_egress_proxy(*spec, executor, input.refusals);
   if (!proxied.ok()) return step_failed("setting up the egress proxy", proxied.error());
   return spec;
 }

@@ -246,12 +246,10 @@ std::shared_ptr<sandbox::EgressRelaySource> make_egress_proxy(asio::any_io_execu
   return std::make_shared<EgressProxy>(std::move(shared));
 }
 
-Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, const sandbox::SandboxSettings& settings,
-                                 asio::any_io_executor executor, RefusalSink sink) {
-  if (settings.network != sandbox::NetworkMode::allowlist) return success();
-  auto allowlist = policy::EgressAllowlist::parse(settings.allowed_hosts);
-  if (!allowlist.ok()) return Error::make(ErrorCode::invalid_argument, "allowed_hosts: " + allowlist.error().what);
-  EgressSettings egress{std::move(allowlist).value(), settings.egress};
+Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, asio::any_io_executor executor, RefusalSink sink) {
+  if (spec.network != sandbox::NetworkMode::allowlist) return success();
+  // The builder parsed the allowlist once (SandboxSpecBuilder::apply); the proxy takes it.
+  EgressSettings egress{spec.allowlist, spec.egress_limits};
   spec.egress = make_egress_proxy(std::move(executor), std::move(egress), spec.egress_names, std::move(sink));
   return success();
 }

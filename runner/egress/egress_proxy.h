@@ -69,10 +69,10 @@ std::shared_ptr<sandbox::EgressRelaySource> make_egress_proxy(boost::asio::any_i
                                                               EgressSettings settings,
                                                               std::vector<policy::EgressName> names, RefusalSink sink);
 
-/// For network = "allowlist": parses `settings.allowed_hosts` and gives `spec` a proxy on
-/// `executor` reporting to `sink`. Does nothing for the other modes. Refuses a bad pattern.
-Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, const sandbox::SandboxSettings& settings,
-                                 boost::asio::any_io_executor executor, RefusalSink sink);
+/// For network = "allowlist": gives `spec` a proxy on `executor` for the allowlist and limits
+/// the spec holds (parsed once, by its builder), reporting to `sink`. Does nothing for the
+/// other modes.
+Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, boost::asio::any_io_executor executor, RefusalSink sink);
 
 /// "allowlist: api.example.com, *.example.org" (or "none", "host"), for /status.
 std::string describe_network(const sandbox::SandboxSettings& settings);
