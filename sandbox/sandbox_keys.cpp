@@ -109,6 +109,14 @@ const SandboxKey kKeys[] = {
        s.cpus = in.number;
        return success();
      }},
+    {.key = "tmp_mb", .flag = "--tmp-size", .value_name = "SIZE", .value = KeyValue::mebibytes,
+     .minimum = bounds::kMinimumTmpMebibytes, .maximum = kMaximumMebibytes,
+     .help = "the size of each of the sandbox's /tmp and /dev/shm (default 512M; without cgroups at most half "
+             "the memory limit)",
+     .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
+       s.tmp_size_bytes = in.whole;
+       return success();
+     }},
     {.key = "hidden_paths", .flag = "--hide", .value_name = "PATH", .value = KeyValue::paths,
      .help = "hide a file or folder from the sandbox (repeatable)"},
     {.key = "read_only_paths", .flag = "--read-only", .value_name = "PATH", .value = KeyValue::paths,

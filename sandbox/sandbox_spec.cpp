@@ -142,6 +142,7 @@ SandboxSpecBuilder& SandboxSpecBuilder::apply(const SandboxSettings& settings) {
   if (settings.file_size_bytes) file_size_limit(*settings.file_size_bytes);
   if (settings.open_files) open_files_limit(*settings.open_files);
   if (settings.cpus) cpu_limit(*settings.cpus);
+  if (settings.tmp_size_bytes) tmp_size_limit(*settings.tmp_size_bytes);
   for (const auto& path : settings.read_only_paths) show_read_only(path);
   for (const auto& name : settings.environment_variables) allow_environment_variable(name);
   if (settings.hostname) hostname(*settings.hostname);
@@ -184,6 +185,14 @@ SandboxSpecBuilder& SandboxSpecBuilder::process_limit(std::uint64_t processes) {
                         " and " + std::to_string(limit_bounds::kMaximumProcesses));
   }
   spec_.limits.processes = processes;
+  return *this;
+}
+
+SandboxSpecBuilder& SandboxSpecBuilder::tmp_size_limit(std::uint64_t bytes) {
+  if (bytes < (limit_bounds::kMinimumTmpMebibytes << 20)) {
+    problems_.push_back("the size of /tmp must be at least " + std::to_string(limit_bounds::kMinimumTmpMebibytes) + "M");
+  }
+  spec_.limits.tmp_size_bytes = bytes;
   return *this;
 }
 

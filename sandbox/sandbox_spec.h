@@ -47,6 +47,7 @@ inline constexpr std::uint64_t kMinimumProcesses = 2;
 inline constexpr std::uint64_t kMaximumProcesses = 4'194'304;
 inline constexpr std::uint64_t kMinimumOpenFiles = 16;
 inline constexpr std::uint64_t kMaximumOpenFiles = 1'048'576;
+inline constexpr std::uint64_t kMinimumTmpMebibytes = 1;
 inline constexpr double kMinimumCpus = 0.01;
 inline constexpr double kMaximumCpus = 4096;
 }  // namespace limit_bounds
@@ -90,6 +91,8 @@ struct SandboxSettings {
   std::optional<std::uint64_t> file_size_bytes;
   std::optional<std::uint64_t> open_files;
   std::optional<double> cpus;
+  /// The size of each of the sandbox's /tmp and /dev/shm (ResourceLimits::tmp_size_bytes).
+  std::optional<std::uint64_t> tmp_size_bytes;
   /// Host files and folders shown read-only in the minimal view, at the same paths.
   std::vector<std::filesystem::path> read_only_paths{};
   /// Names copied from deskd's environment.
@@ -168,6 +171,8 @@ class SandboxSpecBuilder {
   SandboxSpecBuilder& cpu_limit(double cpus);
   SandboxSpecBuilder& file_size_limit(std::uint64_t bytes);
   SandboxSpecBuilder& open_files_limit(std::uint64_t files);
+  /// The size of each of /tmp and /dev/shm; at least kMinimumTmpMebibytes.
+  SandboxSpecBuilder& tmp_size_limit(std::uint64_t bytes);
   /// Copies the daemon's variable NAME into the sandbox, if it is set.
   SandboxSpecBuilder& allow_environment_variable(const std::string& name);
   SandboxSpecBuilder& hostname(std::string name);

@@ -51,6 +51,7 @@ TEST_F(ConfigTest, TheSandboxsViewKeysAreReadAndADeskMayOverrideThem) {
   fs::permissions(root_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   const Config config = valid(R"([sandbox]
 cpus = 1.5
+tmp_mb = 64
 host_view = "full"
 read_only_paths = ["shared-link", "replies.jsonl", "shared"]
 [[desk]]
@@ -66,6 +67,7 @@ name = "beta"
 directory = "desks/beta"
 )");
   EXPECT_EQ(config.sandbox.cpus, 1.5);
+  EXPECT_EQ(config.sandbox.tmp_size_bytes, std::uint64_t{64} << 20);
   EXPECT_EQ(config.sandbox.host_view, sandbox::HostView::full);
   // Resolved, and each once.
   EXPECT_EQ(config.sandbox.read_only_paths, (std::vector<fs::path>{root_ / "shared", root_ / "replies.jsonl"}));

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "sandbox/mount_plan.h"
@@ -123,6 +124,24 @@ TEST_F(SandboxSpecTest, MountPlanMasksAfterBindingAndRebindsADeskUnderTmp) {
   EXPECT_LT(mask, pivot);
   // memory/ and scratch/ do not exist, so they are not bound.
   EXPECT_EQ(position(MountStep::Operation::bind, new_root + (root_ / "desk/memory").native()), steps.size());
+}
+
+TEST_F(SandboxSpecTest, TheTmpSizeSettingSizesTmpAndDevShm) {
+  SandboxSettings settings;
+  settings.tmp_size_bytes = std::uint64_t{64} << 20;
+  const auto spec = build_sandbox_spec(confinement(), settings);
+  ASSERT_TRUE(spec.ok()) << spec.error().what;
+  std::size_t sized = 0;
+  for (const auto& step : plan_mounts(*spec)) {
+    if (step.operation != MountStep::Operation::mount_tmpfs) continue;
+    if (step.target == kNewRoot + std::string("/tmp") || step.target == kNewRoot + std::string("/dev/shm")) {
+      EXPECT_THAT(step.data, ::testing::HasSubstr("size=" + std::to_string(std::uint64_t{64} << 20))) << step.target;
+      ++sized;
+    }
+  }
+  EXPECT_EQ(sized, 2u);
+  settings.tmp_size_bytes = 4096;
+  EXPECT_FALSE(build_sandbox_spec(confinement(), settings).ok());
 }
 
 // The full view covers people's homes: /home, /root and deskd's own user's home ($HOME
