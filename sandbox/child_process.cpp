@@ -83,31 +83,9 @@ StepResult die_with_parent_again(const ChildContext& context, ChildState& state)
   return step_succeeded();
 }
 
-// Lets the sandbox's forwarder, which holds no capability, bind the allowed names' ports in
-// the sandbox's own network namespace (the setting is per namespace; only `lo` is there).
-// Before the mount plan, which makes /proc/sys read-only as container runtimes do. The
-// setting is the sandbox's own network namespace's whichever /proc is used to write it.
+// Before the mount plan, which makes /proc/sys read-only as container runtimes do.
 StepResult open_forwarder_ports(const ChildContext& context, ChildState&) {
-  if (context.unprivileged_port_start < 0) return step_succeeded();
-  constexpr const char* kStep = "let the egress forwarder bind the allowed names' ports";
-  constexpr const char* kPath = "/proc/sys/net/ipv4/ip_unprivileged_port_start";
-  int port = context.unprivileged_port_start;
-  char text[16];
-  std::size_t length = 0;
-  char digits[8];
-  std::size_t count = 0;
-  do {
-    digits[count++] = static_cast<char>('0' + port % 10);
-    port /= 10;
-  } while (port > 0 && count < sizeof digits);
-  while (count > 0) text[length++] = digits[--count];
-  text[length++] = '\n';
-  const int fd = ::open(kPath, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return step_failed(kStep, kPath);
-  const ssize_t written = ::write(fd, text, length);
-  const StepResult failed = step_failed(kStep, kPath);  // errno before the close
-  ::close(fd);
-  return written == static_cast<ssize_t>(length) ? step_succeeded() : failed;
+  return let_forwarder_bind_ports(context.unprivileged_port_start);
 }
 
 StepResult build_mounts(const ChildContext& context, ChildState&) { return run_mount_plan(*context.mount_steps); }

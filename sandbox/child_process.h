@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sandbox/credentials.h"
+#include "sandbox/egress_relay.h"
 #include "sandbox/landlock_rules.h"
 #include "sandbox/mount_plan.h"
 #include "sandbox/seccomp_profile.h"

@@ -86,7 +86,7 @@ std::string host_path(const char* path) {
 Result<UniqueFd> write_init_spec(std::uint32_t mode, const std::vector<std::string>& candidates,
                                  const std::vector<std::string>& arguments,
                                  const std::vector<std::string>& environment, int egress_relay_index,
-                                 const std::vector<policy::EgressName>& egress_names) {
+                                 const std::vector<deskd_egress_listener>& listeners) {
   std::string strings;
   for (const auto* list : {&candidates, &arguments, &environment}) {
     for (const auto& text : *list) {
@@ -98,15 +98,6 @@ Result<UniqueFd> write_init_spec(std::uint32_t mode, const std::vector<std::stri
   }
   if (strings.size() > DESKD_INIT_MAX_SPEC_BYTES) {
     return Error::make(ErrorCode::invalid_argument, "The command's arguments and environment exceed 4 MiB.");
-  }
-  // The forwarder's other listeners: each allowed name's address, on each of its ports.
-  std::vector<deskd_egress_listener> listeners;
-  if (egress_relay_index >= 0) {
-    for (const auto& name : egress_names) {
-      std::uint32_t address = 0;
-      std::memcpy(&address, name.address.data(), sizeof address);  // already network order
-      for (const auto port : name.ports) listeners.push_back({address, port});
-    }
   }
   if (listeners.size() > DESKD_EGRESS_MAX_LISTENERS) {
     return Error::make(ErrorCode::invalid_argument, "The desk's allowed names need too many listeners.");
@@ -234,24 +225,11 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
                                           : executable_candidates(command.front(), spec.environment);
   // network = "allowlist": the relay to deskd's egress proxy goes to the init as the last of
   // the command's descriptors; the init gives it to its forwarder, never to the command.
-  UniqueFd egress_relay;
-  if (spec.network == NetworkMode::allowlist && mode == DESKD_INIT_RUN) {
-    if (!spec.egress) {
-      return Error::make(ErrorCode::unsupported,
-                         "The sandbox could not be set up: network \"allowlist\" needs deskd's egress proxy, which "
-                         "this command does not run (deskd serve, run, shell and mcp do).");
-    }
-    auto relay = spec.egress->open_relay();
-    if (!relay.ok()) {
-      return Error{relay.error().code, relay.error().error_number,
-                   "The sandbox could not be set up: opening its relay to the egress proxy failed: " + relay.error().what};
-    }
-    egress_relay = std::move(relay).value();
-  }
-  const int egress_relay_index = egress_relay ? static_cast<int>(3 + streams.extra.size()) : -1;
+  DESKD_ASSIGN_OR_RETURN(EgressPlan egress, plan_egress(spec, mode == DESKD_INIT_RUN));
+  const int egress_relay_index = egress.relay ? static_cast<int>(3 + streams.extra.size()) : -1;
   DESKD_ASSIGN_OR_RETURN(UniqueFd init_spec,
                          write_init_spec(mode, candidates, command, spec.environment, egress_relay_index,
-                                                         spec.egress_names));
+                                         egress.listeners));
 
   ChildContext context;
   context.identity = plan_identity(::geteuid(), ::getegid(), spec.root_daemon_uid, spec.root_daemon_gid);
@@ -263,15 +241,7 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   context.limits = plan_limits(spec.limits, cgroup.has_value());
   context.hostname = spec.hostname.c_str();
   context.bring_up_loopback = spec.network != NetworkMode::host;
-  if (egress_relay) {
-    for (const auto& name : spec.egress_names) {
-      for (const auto port : name.ports) {
-        if (port < 1024 && (context.unprivileged_port_start < 0 || port < context.unprivileged_port_start)) {
-          context.unprivileged_port_start = port;
-        }
-      }
-    }
-  }
+  context.unprivileged_port_start = egress.unprivileged_port_start;
   context.init_image_fd = init_image;
   context.init_spec_fd = init_spec.get();
   context.descriptors = {streams.input, streams.output, streams.error};
@@ -279,7 +249,7 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
     if (fd < 0) return Error::make(ErrorCode::invalid_argument, "An extra descriptor for the sandbox is invalid.");
     context.descriptors.push_back(fd);
   }
-  if (egress_relay) context.descriptors.push_back(egress_relay.get());
+  if (egress.relay) context.descriptors.push_back(egress.relay.get());
 
   // cgroup v1 has no CLONE_INTO_CGROUP: the child joins its cgroup itself, through files
   // opened here (the child cannot open them: its mounts and identity are not the host's).
@@ -327,7 +297,7 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   }
   if (pid == 0) run_sandbox_child(context);
   init_spec.reset();
-  egress_relay.reset();  // the sandbox's init holds it now
+  egress.relay.reset();  // the sandbox's init holds it now
 
   cgroup_join_files.clear();  // the child holds its own copies
   // A v2 cgroup without clone3 (kernels before 5.7 lack CLONE_INTO_CGROUP): placed here,
