@@ -1,14 +1,39 @@
 #pragma once
-// How the child reports a failed setup step to the parent, between clone and exec: a
-// fixed-size record written to a close-on-exec pipe. Everything here is async-signal-safe.
+// How the child's set-up fails, between clone and exec. Every step returns a StepResult: what
+// was being done, on which path, and the errno (bubblewrap's bind_mount_result and failing
+// path, in one value). The child's only caller of the steps turns a failed one into a
+// fixed-size record on a close-on-exec pipe, which the parent reads into the launch's error.
+// Everything here is async-signal-safe and allocates nothing.
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 
 #include "sandbox/init/init_protocol.h"
 
 namespace deskd::sandbox {
+
+/// The outcome of one step of the child's set-up. `step` is nullptr when it succeeded;
+/// otherwise it and `path` point at static text or at data the parent prepared before the
+/// clone (a mount step's description and target), which outlive the child's set-up.
+struct [[nodiscard]] StepResult {
+  const char* step = nullptr;  ///< What was being done, e.g. "mask the hidden path"
+  const char* path = "";       ///< The path involved, "" if none
+  int error_number = 0;
+  bool ok() const { return step == nullptr; }
+};
+
+/// A step that went well.
+inline StepResult step_succeeded() { return {}; }
+
+/// `step` failed on `path` with the errno the failed call left; call it right after that call.
+inline StepResult step_failed(const char* step, const char* path = "") { return {step, path, errno}; }
+
+/// The parent is gone (or failed before waking the child): there is nobody to tell, and the
+/// child ends without a record.
+inline constexpr char kParentGone[] = "outlive the parent";
+inline StepResult parent_gone() { return {kParentGone, "", 0}; }
 
 /// What the child tells the parent when a step fails. A pipe that closes without a
 /// record means the command was executed.
@@ -33,18 +58,19 @@ inline void copy_text(char* destination, std::size_t size, const char* text) {
   destination[index] = '\0';
 }
 
-/// Writes the failure record to `fd` and ends the calling process with `exit_status`.
-[[noreturn]] inline void fail_child(int fd, int error_number, const char* step, const char* path,
-                                    int exit_status = 125) {
-  ChildFailure failure;
-  failure.error_number = error_number;
-  failure.exit_status = exit_status;
-  copy_text(failure.step, sizeof failure.step, step);
-  copy_text(failure.path, sizeof failure.path, path);
-  // A short write cannot happen for a record smaller than PIPE_BUF; if the parent is gone
-  // there is nobody to tell.
-  [[maybe_unused]] const ssize_t written = ::write(fd, &failure, sizeof failure);
-  ::_exit(exit_status);
+/// Writes the failed step's record to `fd` (none when the parent is gone) and ends the
+/// calling process with 125, the status of a failed set-up.
+[[noreturn]] inline void report_and_exit(int fd, const StepResult& failed) {
+  if (failed.step != kParentGone) {
+    ChildFailure failure;
+    failure.error_number = failed.error_number;
+    copy_text(failure.step, sizeof failure.step, failed.step);
+    copy_text(failure.path, sizeof failure.path, failed.path);
+    // A short write cannot happen for a record smaller than PIPE_BUF; if the parent is gone
+    // there is nobody to tell.
+    [[maybe_unused]] const ssize_t written = ::write(fd, &failure, sizeof failure);
+  }
+  ::_exit(125);
 }
 
 }  // namespace deskd::sandbox

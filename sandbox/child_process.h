@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sandbox/credentials.h"
+#include "sandbox/egress_relay.h"
 #include "sandbox/landlock_rules.h"
 #include "sandbox/mount_plan.h"
 #include "sandbox/seccomp_profile.h"
@@ -64,8 +65,9 @@ struct ChildContext {
   const sigset_t* signal_mask = nullptr;
 };
 
-/// The child's whole life. Never returns: becomes deskd-init, or exits with 125 after
-/// writing a ChildFailure to `context.failure_fd`.
+/// The child's whole life: its steps in order, each returning a StepResult
+/// (child_failure.h). Never returns: becomes deskd-init, or exits with 125 after writing
+/// the first failed step's ChildFailure to the failure pipe.
 [[noreturn]] void run_sandbox_child(const ChildContext& context);
 
 }  // namespace deskd::sandbox

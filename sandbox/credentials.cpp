@@ -69,52 +69,44 @@ int last_capability() {
   return last;
 }
 
-int become_sandbox_identity(const IdentityPlan& plan, const char** failed_step) {
-  const auto fail = [&](const char* step) {
-    *failed_step = step;
-    return -1;
-  };
-  if (plan.may_set_groups && raw_setgroups_empty() != 0) return fail("drop the supplementary groups");
-  if (::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) return fail("keep capabilities across the id switch");
-  if (raw_setresgid(plan.gid) != 0) return fail("switch to the sandbox's gid");
-  if (raw_setresuid(plan.uid) != 0) return fail("switch to the sandbox's uid");
+StepResult become_sandbox_identity(const IdentityPlan& plan) {
+  if (plan.may_set_groups && raw_setgroups_empty() != 0) return step_failed("drop the supplementary groups");
+  if (::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) return step_failed("keep capabilities across the id switch");
+  if (raw_setresgid(plan.gid) != 0) return step_failed("switch to the sandbox's gid");
+  if (raw_setresuid(plan.uid) != 0) return step_failed("switch to the sandbox's uid");
   // A uid switch may clear the effective set (it keeps the permitted one under KEEPCAPS);
   // raise the effective set back to the permitted one for the mount steps.
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-  if (::syscall(SYS_capget, &header, data) != 0) return fail("read the capabilities");
+  if (::syscall(SYS_capget, &header, data) != 0) return step_failed("read the capabilities");
   for (auto& word : data) word.effective = word.permitted;
-  if (::syscall(SYS_capset, &header, data) != 0) return fail("raise the effective capabilities");
-  return 0;
+  if (::syscall(SYS_capset, &header, data) != 0) return step_failed("raise the effective capabilities");
+  return step_succeeded();
 }
 
-int drop_privileges(const IdentityPlan& plan, int last_capability_number, const char** failed_step) {
-  const auto fail = [&](const char* step) {
-    *failed_step = step;
-    return -1;
-  };
+StepResult drop_privileges(const IdentityPlan& plan, int last_capability_number) {
   // Locked securebits: no capability regained through uid 0, setuid fixups, kept caps or
   // ambient raises — for this process and everything it executes.
   const unsigned long securebits =
       SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
       SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
-  if (::prctl(PR_SET_SECUREBITS, securebits, 0, 0, 0) != 0) return fail("lock the securebits");
+  if (::prctl(PR_SET_SECUREBITS, securebits, 0, 0, 0) != 0) return step_failed("lock the securebits");
   for (int capability = 0; capability <= last_capability_number; ++capability) {
     if (::prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 && errno != EINVAL) {
-      return fail("drop the capability bounding set");
+      return step_failed("drop the capability bounding set");
     }
   }
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
-    return fail("clear the ambient capabilities");
+    return step_failed("clear the ambient capabilities");
   }
-  if (plan.may_set_groups && raw_setgroups_empty() != 0) return fail("drop the supplementary groups");
-  if (raw_setresgid(plan.gid) != 0) return fail("switch to the sandbox's gid");
-  if (raw_setresuid(plan.uid) != 0) return fail("switch to the sandbox's uid");
+  if (plan.may_set_groups && raw_setgroups_empty() != 0) return step_failed("drop the supplementary groups");
+  if (raw_setresgid(plan.gid) != 0) return step_failed("switch to the sandbox's gid");
+  if (raw_setresuid(plan.uid) != 0) return step_failed("switch to the sandbox's uid");
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-  if (::syscall(SYS_capset, &header, data) != 0) return fail("empty the capability sets");
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("set no_new_privs");
-  return 0;
+  if (::syscall(SYS_capset, &header, data) != 0) return step_failed("empty the capability sets");
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return step_failed("set no_new_privs");
+  return step_succeeded();
 }
 
 }  // namespace deskd::sandbox

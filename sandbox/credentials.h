@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "base/result.h"
+#include "sandbox/child_failure.h"
 
 namespace deskd::sandbox {
 
@@ -26,13 +27,13 @@ Result<void> write_identity_maps(pid_t child, const IdentityPlan& plan);
 /// Child, first thing after the maps are written: takes on the plan's ids while keeping
 /// the capabilities it holds in its own user namespace (needed to build the mounts), so
 /// files it creates are owned by a mapped id and host paths are opened with the sandbox's
-/// own permissions. Async-signal-safe; 0 or -1 with errno and `*failed_step`.
-int become_sandbox_identity(const IdentityPlan& plan, const char** failed_step);
+/// own permissions. Async-signal-safe; a failure names the call that failed.
+StepResult become_sandbox_identity(const IdentityPlan& plan);
 
 /// Child: locks the securebits, empties the bounding and ambient sets, switches to the
-/// plan's ids, empties every capability set and sets no_new_privs. Async-signal-safe.
-/// Returns 0, or -1 with errno set and `*failed_step` naming the step.
-int drop_privileges(const IdentityPlan& plan, int last_capability, const char** failed_step);
+/// plan's ids, empties every capability set and sets no_new_privs. Async-signal-safe; a
+/// failure names the call that failed.
+StepResult drop_privileges(const IdentityPlan& plan, int last_capability);
 
 /// The highest capability number this kernel knows (from libcap; read in the parent).
 int last_capability();

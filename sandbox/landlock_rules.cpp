@@ -94,15 +94,15 @@ LandlockPlan plan_landlock(const SandboxSpec& spec, int abi) {
   return plan;
 }
 
-int apply_landlock(const LandlockPlan& plan, const char** failed_path) {
-  *failed_path = "";
-  if (plan.abi <= 0) return 0;
+StepResult apply_landlock(const LandlockPlan& plan) {
+  constexpr const char* kStep = "apply the landlock rules";
+  if (plan.abi <= 0) return step_succeeded();
   RulesetAttributes attributes{plan.handled_access, 0, plan.scoped};
   const std::size_t size = plan.abi >= 6 ? sizeof attributes
                            : plan.abi >= 4 ? 2 * sizeof(std::uint64_t)
                                            : sizeof(std::uint64_t);
   const int ruleset = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attributes, size, 0));
-  if (ruleset < 0) return -1;
+  if (ruleset < 0) return step_failed(kStep);
   for (const LandlockRule& rule : plan.rules) {
     // Most rules name folders: O_DIRECTORY says so without an fstat (a system call less per
     // rule on every launch); ENOTDIR means a file, which takes file rights only.
@@ -115,26 +115,27 @@ int apply_landlock(const LandlockPlan& plan, const char** failed_path) {
     if (fd < 0) {
       // A writable place that does not exist was not bound; nothing to allow there.
       if (errno == ENOENT) continue;
-      *failed_path = rule.path.c_str();
+      const StepResult failed = step_failed(kStep, rule.path.c_str());
       ::close(ruleset);
-      return -1;
+      return failed;
     }
     PathBeneathAttributes beneath{allowed, fd};
     const long added = ::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &beneath, 0);
-    const int saved = errno;
-    ::close(fd);
     if (added != 0) {
-      *failed_path = rule.path.c_str();
+      const StepResult failed = step_failed(kStep, rule.path.c_str());
+      ::close(fd);
       ::close(ruleset);
-      errno = saved;
-      return -1;
+      return failed;
     }
+    ::close(fd);
   }
-  const long restricted = ::syscall(SYS_landlock_restrict_self, ruleset, 0);
-  const int saved = errno;
+  if (::syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) {
+    const StepResult failed = step_failed(kStep);
+    ::close(ruleset);
+    return failed;
+  }
   ::close(ruleset);
-  errno = saved;
-  return restricted == 0 ? 0 : -1;
+  return step_succeeded();
 }
 
 }  // namespace deskd::sandbox

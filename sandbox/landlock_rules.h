@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/child_failure.h"
 #include "sandbox/sandbox_spec.h"
 
 namespace deskd::sandbox {
@@ -41,8 +42,8 @@ inline int kernel_landlock_abi() { return probe_landlock().abi; }
 /// The rules for `spec` on a kernel with landlock ABI `abi`.
 LandlockPlan plan_landlock(const SandboxSpec& spec, int abi);
 
-/// Child, after no_new_privs, in the final root: installs the plan. Async-signal-safe.
-/// Returns 0, or -1 with errno set and `*failed_path` naming what could not be added.
-int apply_landlock(const LandlockPlan& plan, const char** failed_path);
+/// Child, after no_new_privs, in the final root: installs the plan. Async-signal-safe; a
+/// failure names the rule's path that could not be added, if one could not.
+StepResult apply_landlock(const LandlockPlan& plan);
 
 }  // namespace deskd::sandbox

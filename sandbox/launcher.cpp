@@ -1,24 +1,20 @@
 #include "sandbox/launcher.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <optional>
 
-#include "sandbox/child_failure.h"
 #include "sandbox/child_process.h"
-#include "sandbox/container_fix.h"
 #include "sandbox/init/init_protocol.h"
 #include "sandbox/init_image.h"
+#include "sandbox/init_spec.h"
 #include "sandbox/supplementary_groups.h"
 #include "sandbox/memory_pinning_filter.h"
 #include "sandbox/memory_sharing_clone.h"
@@ -30,24 +26,6 @@ namespace {
 const SeccompProgram& shared_seccomp_program() {
   static const SeccompProgram program = SeccompProgram::precompiled();
   return program;
-}
-
-std::vector<std::string> executable_candidates(const std::string& name,
-                                               const std::vector<std::string>& environment) {
-  if (name.find('/') != std::string::npos) return {name};
-  std::string search_path = "/usr/local/bin:/usr/bin:/bin";
-  for (const auto& entry : environment) {
-    if (entry.rfind("PATH=", 0) == 0) search_path = entry.substr(5);
-  }
-  std::vector<std::string> candidates;
-  std::size_t start = 0;
-  while (start <= search_path.size()) {
-    const std::size_t colon = std::min(search_path.find(':', start), search_path.size());
-    const std::string folder = search_path.substr(start, colon - start);
-    candidates.push_back((folder.empty() ? std::string(".") : folder) + "/" + name);
-    start = colon + 1;
-  }
-  return candidates;
 }
 
 // With a cgroup, processes and memory are limited for the desk as a whole (all its sandboxes); the rlimits
@@ -75,82 +53,6 @@ Result<Pipe> make_pipe(const char* purpose) {
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-std::string host_path(const char* path) {
-  const std::size_t prefix = std::strlen(kNewRoot);
-  if (std::strncmp(path, kNewRoot, prefix) == 0 && path[prefix] == '/') return path + prefix;
-  return path;
-}
-
-// What deskd-init is to do, in a memfd of its own (argv and the environment can be larger
-// than a pipe holds): the header, then every string with its NUL.
-Result<UniqueFd> write_init_spec(std::uint32_t mode, const std::vector<std::string>& candidates,
-                                 const std::vector<std::string>& arguments,
-                                 const std::vector<std::string>& environment, int egress_relay_index,
-                                 const std::vector<policy::EgressName>& egress_names) {
-  std::string strings;
-  for (const auto* list : {&candidates, &arguments, &environment}) {
-    for (const auto& text : *list) {
-      if (text.find('\0') != std::string::npos) {
-        return Error::make(ErrorCode::invalid_argument, "An argument or variable for the sandbox holds a NUL byte.");
-      }
-      strings.append(text).push_back('\0');
-    }
-  }
-  if (strings.size() > DESKD_INIT_MAX_SPEC_BYTES) {
-    return Error::make(ErrorCode::invalid_argument, "The command's arguments and environment exceed 4 MiB.");
-  }
-  // The forwarder's other listeners: each allowed name's address, on each of its ports.
-  std::vector<deskd_egress_listener> listeners;
-  if (egress_relay_index >= 0) {
-    for (const auto& name : egress_names) {
-      std::uint32_t address = 0;
-      std::memcpy(&address, name.address.data(), sizeof address);  // already network order
-      for (const auto port : name.ports) listeners.push_back({address, port});
-    }
-  }
-  if (listeners.size() > DESKD_EGRESS_MAX_LISTENERS) {
-    return Error::make(ErrorCode::invalid_argument, "The desk's allowed names need too many listeners.");
-  }
-  deskd_init_header header{DESKD_INIT_MAGIC,
-                           mode,
-                           static_cast<std::uint32_t>(candidates.size()),
-                           static_cast<std::uint32_t>(arguments.size()),
-                           static_cast<std::uint32_t>(environment.size()),
-                           static_cast<std::uint32_t>(strings.size()),
-                           egress_relay_index,
-                           egress_relay_index >= 0 ? kEgressProxyPort : 0U,
-                           static_cast<std::uint32_t>(listeners.size())};
-  UniqueFd spec(::memfd_create("deskd-init-spec", MFD_CLOEXEC));
-  if (!spec) return Error::from_errno(errno, "Creating the memfd for deskd-init's spec failed");
-  std::string bytes(reinterpret_cast<const char*>(&header), sizeof header);
-  bytes += strings;
-  bytes.append(reinterpret_cast<const char*>(listeners.data()), listeners.size() * sizeof(deskd_egress_listener));
-  std::string_view rest = bytes;
-  while (!rest.empty()) {
-    const ssize_t written = retry_on_eintr([&] { return ::write(spec.get(), rest.data(), rest.size()); });
-    if (written <= 0) return Error::from_errno(errno, "Writing deskd-init's spec failed");
-    rest.remove_prefix(static_cast<std::size_t>(written));
-  }
-  return spec;
-}
-
-Error launch_error(const ChildFailure& failure) {
-  const std::string path = host_path(failure.path);
-  if (failure.exit_status == kNotFoundStatus) {
-    return Error{ErrorCode::not_found, failure.error_number, path + ": command not found in the sandbox."};
-  }
-  if (failure.exit_status == kNotExecutableStatus) {
-    Error error = Error::from_errno(failure.error_number, path + " cannot be executed in the sandbox");
-    error.code = ErrorCode::refused;
-    return error;
-  }
-  std::string what = "The sandbox could not be set up: " + std::string(failure.step);
-  if (!path.empty()) what += " (" + path + ")";
-  Error error = Error::from_errno(failure.error_number, what + " failed");
-  error.what += container_fix_for(failure.step);
-  return error;
-}
-
 // clone3 gives a pidfd atomically with the child; clone is the fallback on kernels before 5.3.
 pid_t clone_child(unsigned long long flags, int* pidfd, int cgroup_fd) {
   clone_args arguments{};
@@ -163,16 +65,6 @@ pid_t clone_child(unsigned long long flags, int* pidfd, int cgroup_fd) {
   *pidfd = -1;
   return static_cast<pid_t>(::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, 0));
 }
-
-}  // namespace
-
-int exit_status_for_launch_error(const Error& error) {
-  if (error.code == ErrorCode::not_found) return kNotFoundStatus;
-  if (error.code == ErrorCode::refused) return kNotExecutableStatus;
-  return kSetupFailedStatus;
-}
-
-namespace {
 
 // Every signal blocked in the calling thread while a child shares its memory: a handler run
 // in the child would write deskd's memory, and a read of the report pipe interrupted in the
@@ -201,167 +93,229 @@ void run_child(void* context) { run_sandbox_child(*static_cast<const ChildContex
 // the set-up to end before anything the child reads goes (memory_sharing_clone.h).
 enum class ChildMaking { forking, sharing_memory };
 
-Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
-                              const StandardStreams& streams, ChildMaking making = ChildMaking::forking) {
-  // Every launch (bash, the file opener, `deskd sandbox`) passes here: an unprivileged
-  // deskd's supplementary groups would go with the desk. A setup refusal (exit 125), not
-  // the command's (126).
+// One launch's state, in start()'s frame: what the child reads (all of it, in place, when it
+// shares deskd's memory) and the descriptors that go to it. Filled step by step and never
+// moved, since the child's context points into it. Members in the order start() makes
+// them, so that an early return closes them in the reverse.
+struct Launch {
+  Launch() = default;
+  Launch(const Launch&) = delete;
+  Launch& operator=(const Launch&) = delete;
+
+  std::optional<SandboxCgroup> cgroup;
+  std::vector<MountStep> mount_steps;
+  std::vector<UniqueFd> opened_trees;
+  LandlockPlan landlock;
+  EgressPlan egress;
+  UniqueFd init_spec;
+  ChildContext context;
+  std::vector<std::string> cgroup_procs;
+  /// cgroup v1: the child joins its cgroup itself (joins_v1_cgroup), through these files.
+  std::vector<UniqueFd> cgroup_join_files;
+  bool joins_v1_cgroup = false;
+  Pipe sync;
+  Pipe failures;
+  /// A v2 cgroup the clone could not start the child in: start() moves it there.
+  bool place_after_clone = false;
+};
+
+// A child sharing deskd's memory runs on a stack of its own with every signal blocked;
+// both stay until its set-up is over.
+struct SharedMemoryChild {
+  std::optional<ChildStack> stack;
+  std::optional<SignalsBlocked> signals_blocked;
+};
+
+// Every launch (bash, the file opener, `deskd sandbox`) passes here: an unprivileged
+// deskd's supplementary groups would go with the desk. A setup refusal (exit 125), not
+// the command's (126).
+Result<void> refuse_kept_groups(const SandboxSpec& spec) {
   if (auto groups = check_supplementary_groups(spec.allow_supplementary_groups); !groups.ok()) {
     return Error::make(ErrorCode::unsupported, "The sandbox could not be set up: " + groups.error().what);
   }
-  const SeccompProgram* seccomp = &shared_seccomp_program();
-  DESKD_ASSIGN_OR_RETURN(const int init_image, init_image_descriptor());
+  return success();
+}
+
+Result<void> make_cgroup(const SandboxSpec& spec, Launch& launch) {
   if (!spec.desk_cgroup) {
     return Error::make(ErrorCode::internal, "The sandbox could not be set up: its spec names no desk cgroup slot.");
   }
-  DESKD_ASSIGN_OR_RETURN(std::optional<SandboxCgroup> cgroup, create_sandbox_cgroup(*spec.desk_cgroup, spec.limits));
-  if (!cgroup && spec.limits.cpus) {
+  DESKD_ASSIGN_OR_RETURN(launch.cgroup, create_sandbox_cgroup(*spec.desk_cgroup, spec.limits));
+  if (!launch.cgroup && spec.limits.cpus) {
     return Error::make(ErrorCode::unsupported,
                        "The sandbox could not be set up: a CPU limit needs a cgroup (a delegated cgroup v2 "
                        "subtree, or cgroup v1 under a root deskd), and this host gives deskd none (see deskd doctor).");
   }
+  return success();
+}
+
+Result<void> plan_filesystem(const SandboxSpec& spec, Launch& launch) {
   // Without a cgroup nothing counts tmpfs pages against the desk's memory: /tmp and
   // /dev/shm (each of tmp_size_bytes) together get at most the memory limit.
   std::optional<SandboxSpec> capped;
-  if (!cgroup && spec.limits.memory_bytes && spec.limits.tmp_size_bytes > *spec.limits.memory_bytes / 2) {
+  if (!launch.cgroup && spec.limits.memory_bytes && spec.limits.tmp_size_bytes > *spec.limits.memory_bytes / 2) {
     capped = spec;
     capped->limits.tmp_size_bytes = *spec.limits.memory_bytes / 2;
   }
-  auto mount_steps = plan_mounts(capped ? *capped : spec);
-  DESKD_ASSIGN_OR_RETURN(const std::vector<UniqueFd> opened_trees, open_trees_for_binds(mount_steps));
-  const auto landlock = plan_landlock(spec, kernel_landlock_abi());
+  launch.mount_steps = plan_mounts(capped ? *capped : spec);
+  DESKD_ASSIGN_OR_RETURN(launch.opened_trees, open_trees_for_binds(launch.mount_steps));
+  launch.landlock = plan_landlock(spec, kernel_landlock_abi());
+  return success();
+}
+
+// network = "allowlist": the relay to deskd's egress proxy goes to the init as the last of
+// the command's descriptors; the init gives it to its forwarder, never to the command.
+int relay_descriptor(const Launch& launch, const StandardStreams& streams) {
+  return launch.egress.relay ? static_cast<int>(3 + streams.extra.size()) : -1;
+}
+
+Result<void> plan_init(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
+                       const StandardStreams& streams, Launch& launch) {
   const auto candidates = command.empty() ? std::vector<std::string>{}
                                           : executable_candidates(command.front(), spec.environment);
-  // network = "allowlist": the relay to deskd's egress proxy goes to the init as the last of
-  // the command's descriptors; the init gives it to its forwarder, never to the command.
-  UniqueFd egress_relay;
-  if (spec.network == NetworkMode::allowlist && mode == DESKD_INIT_RUN) {
-    if (!spec.egress) {
-      return Error::make(ErrorCode::unsupported,
-                         "The sandbox could not be set up: network \"allowlist\" needs deskd's egress proxy, which "
-                         "this command does not run (deskd serve, run, shell and mcp do).");
-    }
-    auto relay = spec.egress->open_relay();
-    if (!relay.ok()) {
-      return Error{relay.error().code, relay.error().error_number,
-                   "The sandbox could not be set up: opening its relay to the egress proxy failed: " + relay.error().what};
-    }
-    egress_relay = std::move(relay).value();
-  }
-  const int egress_relay_index = egress_relay ? static_cast<int>(3 + streams.extra.size()) : -1;
-  DESKD_ASSIGN_OR_RETURN(UniqueFd init_spec,
-                         write_init_spec(mode, candidates, command, spec.environment, egress_relay_index,
-                                                         spec.egress_names));
+  DESKD_ASSIGN_OR_RETURN(launch.egress, plan_egress(spec, mode == DESKD_INIT_RUN));
+  DESKD_ASSIGN_OR_RETURN(launch.init_spec,
+                         write_init_spec(mode, candidates, command, spec.environment,
+                                         relay_descriptor(launch, streams), launch.egress.listeners));
+  return success();
+}
 
-  ChildContext context;
+Result<void> fill_child_context(const SandboxSpec& spec, const StandardStreams& streams, int init_image,
+                                Launch& launch) {
+  ChildContext& context = launch.context;
   context.identity = plan_identity(::geteuid(), ::getegid(), spec.root_daemon_uid, spec.root_daemon_gid);
   context.last_capability = last_capability();
-  context.mount_steps = &mount_steps;
-  context.landlock = &landlock;
-  context.seccomp = seccomp;
-  if (!cgroup) context.memory_pinning_filter = memory_pinning_filter();
-  context.limits = plan_limits(spec.limits, cgroup.has_value());
+  context.mount_steps = &launch.mount_steps;
+  context.landlock = &launch.landlock;
+  context.seccomp = &shared_seccomp_program();
+  if (!launch.cgroup) context.memory_pinning_filter = memory_pinning_filter();
+  context.limits = plan_limits(spec.limits, launch.cgroup.has_value());
   context.hostname = spec.hostname.c_str();
   context.bring_up_loopback = spec.network != NetworkMode::host;
-  if (egress_relay) {
-    for (const auto& name : spec.egress_names) {
-      for (const auto port : name.ports) {
-        if (port < 1024 && (context.unprivileged_port_start < 0 || port < context.unprivileged_port_start)) {
-          context.unprivileged_port_start = port;
-        }
-      }
-    }
-  }
+  context.unprivileged_port_start = launch.egress.unprivileged_port_start;
   context.init_image_fd = init_image;
-  context.init_spec_fd = init_spec.get();
+  context.init_spec_fd = launch.init_spec.get();
   context.descriptors = {streams.input, streams.output, streams.error};
   for (int fd : streams.extra) {
     if (fd < 0) return Error::make(ErrorCode::invalid_argument, "An extra descriptor for the sandbox is invalid.");
     context.descriptors.push_back(fd);
   }
-  if (egress_relay) context.descriptors.push_back(egress_relay.get());
+  if (launch.egress.relay) context.descriptors.push_back(launch.egress.relay.get());
+  return success();
+}
 
-  // cgroup v1 has no CLONE_INTO_CGROUP: the child joins its cgroup itself, through files
-  // opened here (the child cannot open them: its mounts and identity are not the host's).
-  const bool joins_v1_cgroup = cgroup && cgroup->version() == SandboxCgroup::Version::one;
-  const std::vector<std::string> cgroup_procs = cgroup ? cgroup->procs_files() : std::vector<std::string>{};
-  std::vector<UniqueFd> cgroup_join_files;
-  if (joins_v1_cgroup) {
-    for (const auto& procs_file : cgroup_procs) {
-      UniqueFd procs(::open(procs_file.c_str(), O_WRONLY | O_CLOEXEC));
-      if (!procs) return Error::from_errno(errno, "The sandbox could not be set up: opening " + procs_file + " failed");
-      context.cgroup_joins.push_back({procs.get(), procs_file.c_str()});
-      cgroup_join_files.push_back(std::move(procs));
-    }
+// cgroup v1 has no CLONE_INTO_CGROUP: the child joins its cgroup itself, through files
+// opened here (the child cannot open them: its mounts and identity are not the host's).
+Result<void> open_cgroup_joins(Launch& launch) {
+  launch.joins_v1_cgroup = launch.cgroup && launch.cgroup->version() == SandboxCgroup::Version::one;
+  launch.cgroup_procs = launch.cgroup ? launch.cgroup->procs_files() : std::vector<std::string>{};
+  if (!launch.joins_v1_cgroup) return success();
+  for (const auto& procs_file : launch.cgroup_procs) {
+    UniqueFd procs(::open(procs_file.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!procs) return Error::from_errno(errno, "The sandbox could not be set up: opening " + procs_file + " failed");
+    launch.context.cgroup_joins.push_back({procs.get(), procs_file.c_str()});
+    launch.cgroup_join_files.push_back(std::move(procs));
   }
-  DESKD_ASSIGN_OR_RETURN(Pipe sync, make_pipe("synchronisation"));
-  DESKD_ASSIGN_OR_RETURN(Pipe failures, make_pipe("failure report"));
-  context.sync_fd = sync.read_end.get();
-  context.failure_fd = failures.write_end.get();
+  return success();
+}
 
+Result<void> make_pipes(Launch& launch) {
+  DESKD_ASSIGN_OR_RETURN(launch.sync, make_pipe("synchronisation"));
+  DESKD_ASSIGN_OR_RETURN(launch.failures, make_pipe("failure report"));
+  launch.context.sync_fd = launch.sync.read_end.get();
+  launch.context.failure_fd = launch.failures.write_end.get();
+  return success();
+}
+
+// Makes the child, which starts at run_sandbox_child, and drops what it now holds for itself.
+Result<SandboxedProcess> clone_sandbox(const SandboxSpec& spec, ChildMaking making, Launch& launch,
+                                       SharedMemoryChild& shared) {
   unsigned long long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
                              CLONE_NEWCGROUP;
   if (spec.network != NetworkMode::host) flags |= CLONE_NEWNET;
   int raw_pidfd = -1;
-  const int cgroup_fd = cgroup ? cgroup->directory_fd() : -1;
-  // Declared before the process, so that they go after it: dropping the process kills and
-  // reaps the child, which may be running on this stack, in this memory.
-  std::optional<ChildStack> child_stack;
-  std::optional<SignalsBlocked> signals_blocked;
+  const int cgroup_fd = launch.cgroup ? launch.cgroup->directory_fd() : -1;
   if (making == ChildMaking::sharing_memory && can_clone_sharing_memory()) {
     DESKD_ASSIGN_OR_RETURN(ChildStack mapped, ChildStack::map());
-    child_stack.emplace(std::move(mapped));
-    signals_blocked.emplace();
-    context.signal_mask = signals_blocked->before();
+    shared.stack.emplace(std::move(mapped));
+    shared.signals_blocked.emplace();
+    launch.context.signal_mask = shared.signals_blocked->before();
   }
   pid_t pid = -1;
-  if (child_stack) {
-    pid = clone_sharing_memory(flags, &raw_pidfd, cgroup_fd, *child_stack, run_child, &context);
+  if (shared.stack) {
+    pid = clone_sharing_memory(flags, &raw_pidfd, cgroup_fd, *shared.stack, run_child, &launch.context);
     // No clone3, or no CLONE_CLEAR_SIGHAND: fork as before. Whatever else EINVAL meant, the
     // fork's clone3 or clone reports it.
-    if (pid < 0 && (errno == ENOSYS || errno == EINVAL)) child_stack.reset();
+    if (pid < 0 && (errno == ENOSYS || errno == EINVAL)) shared.stack.reset();
   }
-  if (!child_stack) pid = clone_child(flags, &raw_pidfd, cgroup_fd);
+  if (!shared.stack) pid = clone_child(flags, &raw_pidfd, cgroup_fd);
   if (pid < 0) {
     return Error::from_errno(errno, "The sandbox could not be set up: creating its namespaces (clone) failed");
   }
-  if (pid == 0) run_sandbox_child(context);
-  init_spec.reset();
-  egress_relay.reset();  // the sandbox's init holds it now
+  if (pid == 0) run_sandbox_child(launch.context);
+  launch.init_spec.reset();
+  launch.egress.relay.reset();  // the sandbox's init holds it now
+  launch.cgroup_join_files.clear();  // the child holds its own copies
+  // A v2 cgroup without clone3 (kernels before 5.7 lack CLONE_INTO_CGROUP): placed by
+  // start(), before the child is woken up.
+  launch.place_after_clone = launch.cgroup && !launch.joins_v1_cgroup && (raw_pidfd < 0 || cgroup_fd < 0);
+  SandboxedProcess process(pid, UniqueFd(raw_pidfd), std::move(launch.cgroup));
+  launch.sync.read_end.reset();
+  launch.failures.write_end.reset();
+  return process;
+}
 
-  cgroup_join_files.clear();  // the child holds its own copies
-  // A v2 cgroup without clone3 (kernels before 5.7 lack CLONE_INTO_CGROUP): placed here,
-  // before the child is woken up.
-  const bool place_here = cgroup && !joins_v1_cgroup && (raw_pidfd < 0 || cgroup_fd < 0);
-  SandboxedProcess process(pid, UniqueFd(raw_pidfd), std::move(cgroup));
-  sync.read_end.reset();
-  failures.write_end.reset();
-  if (place_here) {
-    const std::string text = std::to_string(pid);
-    for (const auto& procs_file : cgroup_procs) {
-      UniqueFd procs(::open(procs_file.c_str(), O_WRONLY | O_CLOEXEC));
-      if (!procs || ::write(procs.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-        const int error_number = errno;
-        process.close();
-        return Error::from_errno(error_number, "The sandbox could not be set up: moving it into " + procs_file + " failed");
-      }
+Result<void> place_in_cgroup(const Launch& launch, SandboxedProcess& process) {
+  if (!launch.place_after_clone) return success();
+  const std::string text = std::to_string(process.pid());
+  for (const auto& procs_file : launch.cgroup_procs) {
+    UniqueFd procs(::open(procs_file.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!procs || ::write(procs.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      const int error_number = errno;
+      process.close();
+      return Error::from_errno(error_number, "The sandbox could not be set up: moving it into " + procs_file + " failed");
     }
   }
-  auto mapped = write_identity_maps(pid, context.identity);
+  return success();
+}
+
+// The child waits on the sync pipe until its id maps are written.
+Result<void> wake_child(Launch& launch, SandboxedProcess& process) {
+  auto mapped = write_identity_maps(process.pid(), launch.context.identity);
   if (!mapped.ok()) {
     process.close();
     return Error{mapped.error().code, mapped.error().error_number,
                  "The sandbox could not be set up: " + mapped.error().what};
   }
   const char go = 1;
-  if (retry_on_eintr([&] { return ::write(sync.write_end.get(), &go, 1); }) != 1) {
+  if (retry_on_eintr([&] { return ::write(launch.sync.write_end.get(), &go, 1); }) != 1) {
     process.close();
     return Error::from_errno(errno, "The sandbox could not be set up: waking the child failed");
   }
-  sync.write_end.reset();
-  StartingSandbox starting(std::move(process), std::move(failures.read_end));
-  if (!child_stack) return starting;
-  // The child reads this frame until it has executed: the set-up ends here.
+  launch.sync.write_end.reset();
+  return success();
+}
+
+Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
+                              const StandardStreams& streams, ChildMaking making = ChildMaking::forking) {
+  DESKD_RETURN_IF_ERROR(refuse_kept_groups(spec));
+  DESKD_ASSIGN_OR_RETURN(const int init_image, init_image_descriptor());
+  Launch launch;
+  DESKD_RETURN_IF_ERROR(make_cgroup(spec, launch));
+  DESKD_RETURN_IF_ERROR(plan_filesystem(spec, launch));
+  DESKD_RETURN_IF_ERROR(plan_init(spec, mode, command, streams, launch));
+  DESKD_RETURN_IF_ERROR(fill_child_context(spec, streams, init_image, launch));
+  DESKD_RETURN_IF_ERROR(open_cgroup_joins(launch));
+  DESKD_RETURN_IF_ERROR(make_pipes(launch));
+  // Declared before the process, so that they go after it: dropping the process kills and
+  // reaps the child, which may be running on this stack, in this memory.
+  SharedMemoryChild shared;
+  DESKD_ASSIGN_OR_RETURN(SandboxedProcess process, clone_sandbox(spec, making, launch, shared));
+  DESKD_RETURN_IF_ERROR(place_in_cgroup(launch, process));
+  DESKD_RETURN_IF_ERROR(wake_child(launch, process));
+  StartingSandbox starting(std::move(process), std::move(launch.failures.read_end));
+  if (!shared.stack) return starting;
+  // The child reads `launch` until it has executed: the set-up ends here.
   DESKD_ASSIGN_OR_RETURN(SandboxedProcess running, std::move(starting).finish());
   return StartingSandbox(std::move(running), UniqueFd());
 }
@@ -380,46 +334,6 @@ Result<void> check_command(const std::vector<std::string>& command) {
 }
 
 }  // namespace
-
-bool StartingSandbox::set_up_over() const {
-  if (!report_) return true;
-  pollfd report{report_.get(), POLLIN, 0};
-  return retry_on_eintr([&] { return ::poll(&report, 1, 0); }) != 0;
-}
-
-Result<SandboxedProcess> StartingSandbox::finish() && {
-  if (!report_) return std::move(process_);  // set up already (a child that shared deskd's memory)
-  // The pipe closes without a record once the command has been executed. It may have been
-  // made non-blocking by an event loop that waited on it (O_NONBLOCK belongs to the open
-  // pipe, which a dup shares): a read that would block waits here, and only end of file
-  // means success, never an error.
-  ChildFailure failure;
-  std::size_t received = 0;
-  while (received < sizeof failure) {
-    const ssize_t count = retry_on_eintr([&] {
-      return ::read(report_.get(), reinterpret_cast<char*>(&failure) + received, sizeof failure - received);
-    });
-    if (count == 0) break;
-    if (count < 0 && errno == EAGAIN) {
-      pollfd report{report_.get(), POLLIN, 0};
-      (void)retry_on_eintr([&] { return ::poll(&report, 1, -1); });
-      continue;
-    }
-    if (count < 0) {
-      const int error_number = errno;
-      process_.close();
-      return Error::from_errno(error_number, "The sandbox could not be set up: reading its child's report failed");
-    }
-    received += static_cast<std::size_t>(count);
-  }
-  report_.reset();
-  if (received == 0) return std::move(process_);
-  process_.close();
-  if (received < sizeof failure) {
-    return Error::make(ErrorCode::internal, "The sandbox could not be set up: its child sent a truncated report.");
-  }
-  return launch_error(failure);
-}
 
 Result<StartingSandbox> start_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
                                         const StandardStreams& streams) {

@@ -11,7 +11,6 @@
 #include <fstream>
 
 #include "policy/path_resolution.h"
-#include "sandbox/child_failure.h"
 #include "sandbox/kernel_masks.h"
 
 namespace deskd::sandbox {
@@ -314,6 +313,8 @@ int mask(const char* target) {
                               0, false);
 }
 
+// One step's system calls, as a system call answers: 0, or -1 with errno, which
+// run_mount_plan turns into the step's result.
 int carry_out(const MountStep& s) {
   const char* target = s.target.c_str();
   switch (s.operation) {
@@ -429,10 +430,11 @@ Result<std::vector<UniqueFd>> open_trees_for_binds(std::vector<MountStep>& steps
   return trees;
 }
 
-void run_mount_plan(const std::vector<MountStep>& steps, int failure_fd) {
+StepResult run_mount_plan(const std::vector<MountStep>& steps) {
   for (const MountStep& s : steps) {
-    if (carry_out(s) != 0) fail_child(failure_fd, errno, s.description.c_str(), s.target.c_str());
+    if (carry_out(s) != 0) return step_failed(s.description.c_str(), s.target.c_str());
   }
+  return step_succeeded();
 }
 
 }  // namespace deskd::sandbox

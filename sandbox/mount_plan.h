@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "sandbox/child_failure.h"
 #include "sandbox/sandbox_spec.h"
 
 namespace deskd::sandbox {
@@ -80,8 +81,8 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec);
 /// descriptors live as long as the returned vector. Without root, binds stay path-based.
 Result<std::vector<UniqueFd>> open_trees_for_binds(std::vector<MountStep>& steps);
 
-/// Carries out `steps` in the child. Async-signal-safe. On failure, reports the step to
-/// `failure_fd` and exits 125.
-void run_mount_plan(const std::vector<MountStep>& steps, int failure_fd);
+/// Carries out `steps` in the child, in order, stopping at the first that fails, whose
+/// description and target the result names. Async-signal-safe.
+StepResult run_mount_plan(const std::vector<MountStep>& steps);
 
 }  // namespace deskd::sandbox
