@@ -18,6 +18,7 @@
 #include "runner/config/config_reader.h"
 #include "runner/config/config_values.h"
 #include "runner/config/state_folder_check.h"
+#include "runner/model/providers.h"
 #include "runner/model/script_provider.h"
 #include "sandbox/sandbox_keys.h"
 #include "sandbox/uid_registry.h"
@@ -212,7 +213,7 @@ std::optional<std::string> read_file(const std::filesystem::path& file, std::str
 namespace config_detail {
 
 void read_model(TableReader& reader, ModelConfig& model, LoadContext& context) {
-  if (auto provider = reader.choice("provider", {"script", "anthropic", "openai"})) model.provider = *provider;
+  if (auto provider = reader.choice("provider", model::provider_names())) model.provider = *provider;
   if (auto script = reader.path("script", "the script")) {
     if (expect_existing(context, *script, PathKind::file, "the script file")) {
       // A malformed script would otherwise only show when a desk's first turn starts.
