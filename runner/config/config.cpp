@@ -93,6 +93,32 @@ void check_desk_uid_count(const Config& config, const ConfigPosition& position, 
                                      " desks of this config; every desk needs a uid of its own");
 }
 
+template <auto field>
+bool runner_field_differs(const RunnerConfig& now, const RunnerConfig& next) {
+  return now.*field != next.*field;
+}
+
+// Each [runner] key, in the order read_runner reads it. Every one is taken once, at start:
+// the socket is bound with its path, group and peers, the state folder's journals are in use,
+// the log, the shutdown and the control server are set up with their values, the desks hold
+// their uids and the user namespace was checked.
+constexpr RunnerKey kRunnerKeys[] = {
+    {"state_folder", true, runner_field_differs<&RunnerConfig::state_folder>},
+    {"socket", true, runner_field_differs<&RunnerConfig::socket_path>},
+    {"socket_group", true, runner_field_differs<&RunnerConfig::socket_group>},
+    {"allowed_uids", true, runner_field_differs<&RunnerConfig::allowed_uids>},
+    {"allowed_groups", true, runner_field_differs<&RunnerConfig::allowed_groups>},
+    {"log_level", true, runner_field_differs<&RunnerConfig::log_level>},
+    {"shutdown_grace_seconds", true, runner_field_differs<&RunnerConfig::shutdown_grace>},
+    {"client_buffer_mb", true, runner_field_differs<&RunnerConfig::client_buffer_mb>},
+    {"max_clients", true, runner_field_differs<&RunnerConfig::max_clients>},
+    {"require_user_namespace", true, runner_field_differs<&RunnerConfig::require_user_namespace>},
+    {"desk_uid_first/desk_uid_count", true,
+     [](const RunnerConfig& now, const RunnerConfig& next) {
+       return now.desk_uid_first != next.desk_uid_first || now.desk_uid_count != next.desk_uid_count;
+     }},
+};
+
 ConfigPosition read_runner(const toml::table* table, Config& config, LoadContext& context) {
   RunnerConfig& runner = config.runner;
   TableReader reader(table, "[runner]", context);
@@ -209,6 +235,8 @@ std::optional<std::string> read_file(const std::filesystem::path& file, std::str
 }
 
 }  // namespace
+
+std::span<const RunnerKey> runner_keys() { return kRunnerKeys; }
 
 namespace config_detail {
 
