@@ -18,6 +18,7 @@
 #include "runner/config/config_reader.h"
 #include "runner/config/config_values.h"
 #include "runner/config/state_folder_check.h"
+#include "runner/model/providers.h"
 #include "runner/model/script_provider.h"
 #include "sandbox/sandbox_keys.h"
 #include "sandbox/uid_registry.h"
@@ -91,6 +92,32 @@ void check_desk_uid_count(const Config& config, const ConfigPosition& position, 
                                      ", fewer than the " + std::to_string(config.desks.size()) +
                                      " desks of this config; every desk needs a uid of its own");
 }
+
+template <auto field>
+bool runner_field_differs(const RunnerConfig& now, const RunnerConfig& next) {
+  return now.*field != next.*field;
+}
+
+// Each [runner] key, in the order read_runner reads it. Every one is taken once, at start:
+// the socket is bound with its path, group and peers, the state folder's journals are in use,
+// the log, the shutdown and the control server are set up with their values, the desks hold
+// their uids and the user namespace was checked.
+constexpr RunnerKey kRunnerKeys[] = {
+    {"state_folder", true, runner_field_differs<&RunnerConfig::state_folder>},
+    {"socket", true, runner_field_differs<&RunnerConfig::socket_path>},
+    {"socket_group", true, runner_field_differs<&RunnerConfig::socket_group>},
+    {"allowed_uids", true, runner_field_differs<&RunnerConfig::allowed_uids>},
+    {"allowed_groups", true, runner_field_differs<&RunnerConfig::allowed_groups>},
+    {"log_level", true, runner_field_differs<&RunnerConfig::log_level>},
+    {"shutdown_grace_seconds", true, runner_field_differs<&RunnerConfig::shutdown_grace>},
+    {"client_buffer_mb", true, runner_field_differs<&RunnerConfig::client_buffer_mb>},
+    {"max_clients", true, runner_field_differs<&RunnerConfig::max_clients>},
+    {"require_user_namespace", true, runner_field_differs<&RunnerConfig::require_user_namespace>},
+    {"desk_uid_first/desk_uid_count", true,
+     [](const RunnerConfig& now, const RunnerConfig& next) {
+       return now.desk_uid_first != next.desk_uid_first || now.desk_uid_count != next.desk_uid_count;
+     }},
+};
 
 ConfigPosition read_runner(const toml::table* table, Config& config, LoadContext& context) {
   RunnerConfig& runner = config.runner;
@@ -209,10 +236,12 @@ std::optional<std::string> read_file(const std::filesystem::path& file, std::str
 
 }  // namespace
 
+std::span<const RunnerKey> runner_keys() { return kRunnerKeys; }
+
 namespace config_detail {
 
 void read_model(TableReader& reader, ModelConfig& model, LoadContext& context) {
-  if (auto provider = reader.choice("provider", {"script", "anthropic", "openai"})) model.provider = *provider;
+  if (auto provider = reader.choice("provider", model::provider_names())) model.provider = *provider;
   if (auto script = reader.path("script", "the script")) {
     if (expect_existing(context, *script, PathKind::file, "the script file")) {
       // A malformed script would otherwise only show when a desk's first turn starts.

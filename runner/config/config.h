@@ -71,6 +71,23 @@ struct RunnerConfig {
   bool operator==(const RunnerConfig&) const = default;
 };
 
+/// One [runner] key as a running deskd sees it: whether a change to it needs deskd restarted,
+/// and how to see that it changed. The rows stand beside read_runner (config.cpp), which reads
+/// the keys; a reload (runner/daemon/daemon_reload.cpp) walks them to judge a changed [runner].
+struct RunnerKey {
+  /// As written in [runner]; desk_uid_first and desk_uid_count, read and checked as one
+  /// range, are one row: "desk_uid_first/desk_uid_count".
+  std::string_view key = {};
+  /// true: taken once, at start, so a reload that changes it is refused. false: a reload
+  /// takes the new value, so whatever uses it must read the daemon's config of the moment.
+  bool needs_restart = true;
+  /// Whether `now` and `next` hold different values for this key.
+  bool (*differs)(const RunnerConfig& now, const RunnerConfig& next) = nullptr;
+};
+
+/// Every [runner] key, in the order the config reads them.
+std::span<const RunnerKey> runner_keys();
+
 /// Price of a million tokens, in US dollars, per model name.
 struct ModelPrice {
   double input = 0, output = 0, cache_read = 0, cache_write = 0;
@@ -80,7 +97,7 @@ struct ModelPrice {
 
 /// [model] and a desk's [desk.model] overrides (a desk's table starts as a copy of [model]).
 struct ModelConfig {
-  std::string provider = "script";             ///< "script", "anthropic", "openai"
+  std::string provider = "script";             ///< a name of model::provider_kinds()
   std::optional<std::filesystem::path> script;  ///< for "script": JSON-lines replies; none: the demo
   std::string model;                            ///< e.g. "claude-sonnet-4-5", "gpt-4.1"
   std::string base_url;                         ///< "" means the provider's public endpoint

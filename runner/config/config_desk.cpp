@@ -17,7 +17,7 @@
 #include "runner/config/config_world.h"
 #include "runner/desk/market_status.h"
 #include "runner/desk/subagent_board.h"
-#include "runner/http/http_client.h"
+#include "runner/model/providers.h"
 
 namespace deskd::app::config_detail {
 namespace {
@@ -235,14 +235,27 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const Sandbo
   return draft;
 }
 
+// "provider 'anthropic'", or "provider 'a' or 'b'": the rows of the provider table with
+// extended thinking.
+std::string providers_with_thinking() {
+  std::string names;
+  for (const model::ProviderKind& kind : model::provider_kinds()) {
+    if (kind.extended_thinking) names += (names.empty() ? "" : " or ") + in_quotes(kind.name);
+  }
+  return "provider " + names;
+}
+
 // What can only be judged once [desk.model] has been laid over [model].
 void check_model(const ModelConfig& model, const ConfigPosition& position, ProblemList& problems) {
+  // read_model took only the table's names; the default is one of them.
+  const model::ProviderKind* kind = model::find_provider_kind(model.provider);
+  if (kind == nullptr) return;
   if (model.thinking_budget_tokens) {
     // The Messages API's rules for extended thinking (docs: "Building with extended
     // thinking"): the budget is part of max_tokens and must leave room for the answer;
     // temperature cannot be changed while thinking.
-    if (model.provider != "anthropic") {
-      problems.add(position, "'thinking' is extended thinking of provider 'anthropic'; provider " +
+    if (!kind->extended_thinking) {
+      problems.add(position, "'thinking' is extended thinking of " + providers_with_thinking() + "; provider " +
                                  in_quotes(model.provider) + " has none (thinking = false turns it off)");
     } else if (*model.thinking_budget_tokens >= model.max_tokens) {
       problems.add(position, "'thinking' budget_tokens (" + std::to_string(*model.thinking_budget_tokens) +
@@ -254,16 +267,10 @@ void check_model(const ModelConfig& model, const ConfigPosition& position, Probl
                              "temperature of extended thinking");
     }
   }
-  if (model.provider == "script") return;
-  if (model.model.empty()) {
+  if (kind->needs_model && model.model.empty()) {
     problems.add(position, "provider " + in_quotes(model.provider) + " needs a 'model'");
   }
-  // A local OpenAI-compatible server (Ollama, llama.cpp, vLLM on loopback) needs no key;
-  // loopback as the HTTP client judges it (so "http://localhost.example" is not).
-  const auto url = model::Url::parse(model.base_url);
-  const bool local_server =
-      model.provider == "openai" && url.ok() && url->scheme == "http" && model::is_loopback_host(url->host);
-  if (!local_server && !model.api_key_file && model.api_key_variable.empty()) {
+  if (model::needs_api_key(*kind, model.base_url) && !model.api_key_file && model.api_key_variable.empty()) {
     problems.add(position, "provider " + in_quotes(model.provider) + " needs 'api_key_file' or 'api_key_variable'");
   }
 }
@@ -308,7 +315,8 @@ void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosit
   // An API key never enters a sandbox, whichever desk's key it is.
   std::set<std::string> key_variables;
   for (const auto& draft : drafts) {
-    if (draft.desk.model.provider != "script" && !draft.desk.model.api_key_variable.empty()) {
+    const model::ProviderKind* kind = model::find_provider_kind(draft.desk.model.provider);
+    if (kind != nullptr && kind->needs_key != model::KeyNeed::never && !draft.desk.model.api_key_variable.empty()) {
       key_variables.insert(draft.desk.model.api_key_variable);
     }
   }

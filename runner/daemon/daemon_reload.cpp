@@ -29,25 +29,13 @@ DeskConfig as_seen(const DeskConfig& desk) {
 // A running desk is restarted only when what it would be built from differs.
 bool needs_restart(const DeskConfig& running, const DeskConfig& next) { return !(as_seen(running) == as_seen(next)); }
 
-// The [runner] keys that differ: they are taken once, at start (the socket is open, the
-// state folder's journals are in use), so a change needs a restart.
+// The [runner] keys that differ and that deskd takes only at start (runner_keys() marks
+// them), so a change needs a restart.
 std::string changed_runner_keys(const RunnerConfig& now, const RunnerConfig& next) {
   std::string keys;
-  const auto note = [&](bool differs, const char* key) {
-    if (differs) keys += (keys.empty() ? "" : ", ") + std::string(key);
-  };
-  note(now.state_folder != next.state_folder, "state_folder");
-  note(now.socket_path != next.socket_path, "socket");
-  note(now.socket_group != next.socket_group, "socket_group");
-  note(now.allowed_uids != next.allowed_uids, "allowed_uids");
-  note(now.allowed_groups != next.allowed_groups, "allowed_groups");
-  note(now.log_level != next.log_level, "log_level");
-  note(now.shutdown_grace != next.shutdown_grace, "shutdown_grace_seconds");
-  note(now.client_buffer_mb != next.client_buffer_mb, "client_buffer_mb");
-  note(now.max_clients != next.max_clients, "max_clients");
-  note(now.require_user_namespace != next.require_user_namespace, "require_user_namespace");
-  note(now.desk_uid_first != next.desk_uid_first || now.desk_uid_count != next.desk_uid_count,
-       "desk_uid_first/desk_uid_count");
+  for (const RunnerKey& row : runner_keys()) {
+    if (row.needs_restart && row.differs(now, next)) keys += (keys.empty() ? "" : ", ") + std::string(row.key);
+  }
   return keys;
 }
 

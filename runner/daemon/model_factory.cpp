@@ -4,10 +4,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "runner/model/anthropic_provider.h"
-#include "runner/model/openai_provider.h"
 #include "runner/model/provider_settings.h"
-#include "runner/model/script_provider.h"
+#include "runner/model/providers.h"
 
 namespace deskd::app {
 
@@ -17,6 +15,7 @@ constexpr std::size_t kMaximumKeyFileBytes = 64 * 1024;
 
 model::ProviderSettings provider_settings(const ModelConfig& model, std::string api_key) {
   model::ProviderSettings settings;
+  settings.script = model.script;
   settings.model = model.model;
   settings.base_url = model.base_url;
   settings.api_key = std::move(api_key);
@@ -30,12 +29,6 @@ model::ProviderSettings provider_settings(const ModelConfig& model, std::string 
   settings.http.call_timeout = model.call_timeout;
   settings.retry.max_retries = model.max_retries;
   return settings;
-}
-
-template <typename Provider>
-Result<std::shared_ptr<model::ModelProvider>> shared(Result<std::unique_ptr<Provider>> made) {
-  if (!made.ok()) return std::move(made).error();
-  return std::shared_ptr<model::ModelProvider>(std::move(made).value());
 }
 
 }  // namespace
@@ -77,22 +70,17 @@ Result<std::string> load_api_key(const ModelConfig& model) {
 
 Result<std::shared_ptr<model::ModelProvider>> make_model_provider(boost::asio::any_io_executor executor,
                                                                   const ModelConfig& model) {
-  if (model.provider == "script") {
-    if (!model.script) {
-      return std::shared_ptr<model::ModelProvider>(std::make_shared<model::ScriptProvider>(model::ScriptProvider::embedded_demo()));
-    }
-    DESKD_ASSIGN_OR_RETURN(auto script, model::ScriptProvider::load(*model.script));
-    return std::shared_ptr<model::ModelProvider>(std::make_shared<model::ScriptProvider>(std::move(script)));
+  const model::ProviderKind* kind = model::find_provider_kind(model.provider);
+  if (kind == nullptr) {
+    return Error::make(ErrorCode::unsupported, "There is no model provider '" + model.provider +
+                                                   "'; the providers are " + model::provider_names_text() + ".");
   }
-  DESKD_ASSIGN_OR_RETURN(std::string key, load_api_key(model));
-  if (model.provider == "anthropic") {
-    return shared(model::AnthropicProvider::create(executor, provider_settings(model, std::move(key))));
+  // A provider that never takes a key never has one read, even when the config names one.
+  std::string key;
+  if (kind->needs_key != model::KeyNeed::never) {
+    DESKD_ASSIGN_OR_RETURN(key, load_api_key(model));
   }
-  if (model.provider == "openai") {
-    return shared(model::OpenAiProvider::create(executor, provider_settings(model, std::move(key))));
-  }
-  return Error::make(ErrorCode::unsupported, "There is no model provider '" + model.provider +
-                                                 "'; the providers are script, anthropic and openai.");
+  return kind->make(std::move(executor), provider_settings(model, std::move(key)));
 }
 
 }  // namespace deskd::app

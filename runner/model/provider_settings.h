@@ -1,9 +1,11 @@
 #pragma once
-// What the HTTP model providers (anthropic, openai) need, built from a desk's [model]
-// table: where to send, the key, the limits, and how to retry.
+// What a model provider needs, built from a desk's [model] table: for the script, its
+// replies; for the HTTP providers (anthropic, openai), where to send, the key, the limits,
+// and how to retry.
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -18,6 +20,7 @@ struct RetryPolicy {
 };
 
 struct ProviderSettings {
+  std::optional<std::filesystem::path> script;  ///< script: JSON-lines replies; none: the embedded demo
   std::string model;     ///< e.g. "claude-sonnet-4-5", "gpt-4.1", "llama3"
   std::string base_url;  ///< "" means the public endpoint: https://api.anthropic.com or https://api.openai.com/v1
   std::string api_key;   ///< never logged, never in an event, an error message or a sandbox; may be "" for local servers
