@@ -42,6 +42,7 @@ constexpr Store kReadOnlyPath = [](SandboxSettings& s, const KeyInput& in) -> Re
   return success();
 };
 
+// clang-format off: one row a setting, laid out to be read as a table.
 const SandboxKey kKeys[] = {
     {.key = "network", .flag = "--net", .value_name = "none|host|allowlist", .value = KeyValue::choice,
      .choices = kNetworks,
@@ -154,6 +155,7 @@ const SandboxKey kKeys[] = {
      },
      .only_here_because = "as --uid"},
 };
+// clang-format on
 
 }  // namespace
 
