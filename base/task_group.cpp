@@ -49,7 +49,8 @@ asio::awaitable<void> TaskGroup::async_wait() {
   while (!state->children.empty()) {
     (void)co_await state->all_ended.async_wait(kAwait);
     if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
-      if (co_await asio::this_coro::throw_if_cancelled()) throw boost::system::system_error(asio::error::operation_aborted);
+      if (co_await asio::this_coro::throw_if_cancelled())
+        throw boost::system::system_error(asio::error::operation_aborted);
       co_return;
     }
   }

@@ -190,10 +190,22 @@ StepResult install_seccomp_filters(const ChildContext& context, ChildState&) {
 
 // The set-up, in order. Each step runs only if every one before it succeeded.
 constexpr ChildStep kChildSteps[] = {
-    forbid_core_files,  die_with_parent,         wait_for_identity_maps, join_cgroups,
-    become_identity,    die_with_parent_again,   open_forwarder_ports,   build_mounts,
-    set_hostname,       bring_up_loopback,       start_session,          install_descriptors,
-    set_limits,         give_up_privileges,      die_with_parent_again,  restrict_paths,
+    forbid_core_files,
+    die_with_parent,
+    wait_for_identity_maps,
+    join_cgroups,
+    become_identity,
+    die_with_parent_again,
+    open_forwarder_ports,
+    build_mounts,
+    set_hostname,
+    bring_up_loopback,
+    start_session,
+    install_descriptors,
+    set_limits,
+    give_up_privileges,
+    die_with_parent_again,
+    restrict_paths,
     install_seccomp_filters,
 };
 

@@ -26,8 +26,9 @@ Result<EgressPlan> plan_egress(const SandboxSpec& spec, bool runs_command) {
   }
   auto relay = spec.egress->open_relay();
   if (!relay.ok()) {
-    return Error{relay.error().code, relay.error().error_number,
-                 "The sandbox could not be set up: opening its relay to the egress proxy failed: " + relay.error().what};
+    return Error{
+        relay.error().code, relay.error().error_number,
+        "The sandbox could not be set up: opening its relay to the egress proxy failed: " + relay.error().what};
   }
   plan.relay = std::move(relay).value();
   for (const auto& name : spec.egress_names) {

@@ -11,8 +11,7 @@
 
 namespace deskd::sandbox {
 
-std::vector<std::string> executable_candidates(const std::string& name,
-                                               const std::vector<std::string>& environment) {
+std::vector<std::string> executable_candidates(const std::string& name, const std::vector<std::string>& environment) {
   if (name.find('/') != std::string::npos) return {name};
   std::string search_path = "/usr/local/bin:/usr/bin:/bin";
   for (const auto& entry : environment) {
@@ -32,9 +31,8 @@ std::vector<std::string> executable_candidates(const std::string& name,
 // What deskd-init is to do, in a memfd of its own (argv and the environment can be larger
 // than a pipe holds): the header, then every string with its NUL.
 Result<UniqueFd> write_init_spec(std::uint32_t mode, const std::vector<std::string>& candidates,
-                                 const std::vector<std::string>& arguments,
-                                 const std::vector<std::string>& environment, int egress_relay_index,
-                                 const std::vector<deskd_egress_listener>& listeners) {
+                                 const std::vector<std::string>& arguments, const std::vector<std::string>& environment,
+                                 int egress_relay_index, const std::vector<deskd_egress_listener>& listeners) {
   std::string strings;
   for (const auto* list : {&candidates, &arguments, &environment}) {
     for (const auto& text : *list) {

@@ -22,8 +22,7 @@ std::vector<std::string> executable_candidates(const std::string& name, const st
 /// Refuses a NUL inside a string, more than DESKD_INIT_MAX_SPEC_BYTES of strings and more
 /// than DESKD_EGRESS_MAX_LISTENERS listeners.
 Result<UniqueFd> write_init_spec(std::uint32_t mode, const std::vector<std::string>& candidates,
-                                 const std::vector<std::string>& arguments,
-                                 const std::vector<std::string>& environment, int egress_relay_index,
-                                 const std::vector<deskd_egress_listener>& listeners);
+                                 const std::vector<std::string>& arguments, const std::vector<std::string>& environment,
+                                 int egress_relay_index, const std::vector<deskd_egress_listener>& listeners);
 
 }  // namespace deskd::sandbox

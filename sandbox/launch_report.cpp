@@ -61,9 +61,8 @@ Result<SandboxedProcess> StartingSandbox::finish() && {
   ChildFailure failure;
   std::size_t received = 0;
   while (received < sizeof failure) {
-    const ssize_t count = retry_on_eintr([&] {
-      return ::read(report_.get(), reinterpret_cast<char*>(&failure) + received, sizeof failure - received);
-    });
+    const ssize_t count = retry_on_eintr(
+        [&] { return ::read(report_.get(), reinterpret_cast<char*>(&failure) + received, sizeof failure - received); });
     if (count == 0) break;
     if (count < 0 && errno == EAGAIN) {
       pollfd report{report_.get(), POLLIN, 0};

@@ -15,9 +15,9 @@
 #include "sandbox/init/init_protocol.h"
 #include "sandbox/init_image.h"
 #include "sandbox/init_spec.h"
-#include "sandbox/supplementary_groups.h"
 #include "sandbox/memory_pinning_filter.h"
 #include "sandbox/memory_sharing_clone.h"
+#include "sandbox/supplementary_groups.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -174,9 +174,8 @@ Result<void> plan_init(const SandboxSpec& spec, std::uint32_t mode, const std::v
   const auto candidates = command.empty() ? std::vector<std::string>{}
                                           : executable_candidates(command.front(), spec.environment);
   DESKD_ASSIGN_OR_RETURN(launch.egress, plan_egress(spec, mode == DESKD_INIT_RUN));
-  DESKD_ASSIGN_OR_RETURN(launch.init_spec,
-                         write_init_spec(mode, candidates, command, spec.environment,
-                                         relay_descriptor(launch, streams), launch.egress.listeners));
+  DESKD_ASSIGN_OR_RETURN(launch.init_spec, write_init_spec(mode, candidates, command, spec.environment,
+                                                           relay_descriptor(launch, streams), launch.egress.listeners));
   return success();
 }
 
@@ -254,7 +253,7 @@ Result<SandboxedProcess> clone_sandbox(const SandboxSpec& spec, ChildMaking maki
   }
   if (pid == 0) run_sandbox_child(launch.context);
   launch.init_spec.reset();
-  launch.egress.relay.reset();  // the sandbox's init holds it now
+  launch.egress.relay.reset();       // the sandbox's init holds it now
   launch.cgroup_join_files.clear();  // the child holds its own copies
   // A v2 cgroup without clone3 (kernels before 5.7 lack CLONE_INTO_CGROUP): placed by
   // start(), before the child is woken up.
@@ -273,7 +272,8 @@ Result<void> place_in_cgroup(const Launch& launch, SandboxedProcess& process) {
     if (!procs || ::write(procs.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
       const int error_number = errno;
       process.close();
-      return Error::from_errno(error_number, "The sandbox could not be set up: moving it into " + procs_file + " failed");
+      return Error::from_errno(error_number,
+                               "The sandbox could not be set up: moving it into " + procs_file + " failed");
     }
   }
   return success();

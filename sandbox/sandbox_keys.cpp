@@ -20,7 +20,9 @@ Result<void> refuse(std::string sentence) { return Error::make(ErrorCode::invali
 using Store = Result<void> (*)(SandboxSettings&, const KeyInput&);
 
 constexpr Store kNetwork = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
-  s.network = in.text == "host" ? NetworkMode::host : in.text == "allowlist" ? NetworkMode::allowlist : NetworkMode::none;
+  s.network = in.text == "host"        ? NetworkMode::host
+              : in.text == "allowlist" ? NetworkMode::allowlist
+                                       : NetworkMode::none;
   return success();
 };
 constexpr Store kAllowedHost = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
@@ -44,110 +46,189 @@ constexpr Store kReadOnlyPath = [](SandboxSettings& s, const KeyInput& in) -> Re
 
 // clang-format off: one row a setting, laid out to be read as a table.
 const SandboxKey kKeys[] = {
-    {.key = "network", .flag = "--net", .value_name = "none|host|allowlist", .value = KeyValue::choice,
+    {.key = "network",
+     .flag = "--net",
+     .value_name = "none|host|allowlist",
+     .value = KeyValue::choice,
      .choices = kNetworks,
      .help = "no network but loopback (default), the host's network, or only the hosts --allow names, through "
              "deskd's egress proxy (not for `deskd sandbox`, which runs no proxy)",
      .store = kNetwork},
-    {.key = "allowed_hosts", .flag = "--allow", .value_name = "PATTERN", .value = KeyValue::list,
+    {.key = "allowed_hosts",
+     .flag = "--allow",
+     .value_name = "PATTERN",
+     .value = KeyValue::list,
      .help = "a host the allowlist network may reach: name, *.name, either with :PORT, or an address or subnet "
              "(repeatable; see deskd.toml(5))",
      .store = kAllowedHost},
-    {.key = "egress_connections", .flag = "--egress-connections", .value_name = "N", .value = KeyValue::whole,
-     .minimum = 1, .maximum = 4096, .help = "connections the allowlist network may hold open at once (default 32)",
+    {.key = "egress_connections",
+     .flag = "--egress-connections",
+     .value_name = "N",
+     .value = KeyValue::whole,
+     .minimum = 1,
+     .maximum = 4096,
+     .help = "connections the allowlist network may hold open at once (default 32)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.egress.connections = in.whole;
        return success();
      }},
-    {.key = "egress_mb", .flag = "--egress-size", .value_name = "SIZE", .value = KeyValue::mebibytes, .minimum = 1,
-     .maximum = kMaximumMebibytes, .help = "bytes the allowlist network may move, both ways together (default 4G)",
+    {.key = "egress_mb",
+     .flag = "--egress-size",
+     .value_name = "SIZE",
+     .value = KeyValue::mebibytes,
+     .minimum = 1,
+     .maximum = kMaximumMebibytes,
+     .help = "bytes the allowlist network may move, both ways together (default 4G)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.egress.bytes = in.whole;
        return success();
      }},
-    {.key = "egress_idle_seconds", .flag = "--egress-idle", .value_name = "SECONDS", .value = KeyValue::whole,
-     .minimum = 1, .maximum = 86'400, .help = "close an allowlist connection silent this long (default 300)",
+    {.key = "egress_idle_seconds",
+     .flag = "--egress-idle",
+     .value_name = "SECONDS",
+     .value = KeyValue::whole,
+     .minimum = 1,
+     .maximum = 86'400,
+     .help = "close an allowlist connection silent this long (default 300)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.egress.idle_seconds = in.whole;
        return success();
      }},
-    {.key = "memory_mb", .flag = "--memory", .value_name = "SIZE", .value = KeyValue::mebibytes,
-     .minimum = bounds::kMinimumMemoryMebibytes, .maximum = kMaximumMebibytes,
+    {.key = "memory_mb",
+     .flag = "--memory",
+     .value_name = "SIZE",
+     .value = KeyValue::mebibytes,
+     .minimum = bounds::kMinimumMemoryMebibytes,
+     .maximum = kMaximumMebibytes,
      .help = "memory limit, e.g. 512M (address space without cgroups)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.memory_bytes = in.whole;
        return success();
      }},
-    {.key = "disk_quota_mb", .value = KeyValue::quota, .minimum = 8, .maximum = kMaximumMebibytes,
+    {.key = "disk_quota_mb",
+     .value = KeyValue::quota,
+     .minimum = 8,
+     .maximum = kMaximumMebibytes,
      .only_here_because = "the daemon mounts a desk's quota (sandbox/disk_quota.h); the ad-hoc commands give none"},
-    {.key = "inode_quota", .value = KeyValue::whole, .minimum = 64, .maximum = std::uint64_t{1} << 32,
+    {.key = "inode_quota",
+     .value = KeyValue::whole,
+     .minimum = 64,
+     .maximum = std::uint64_t{1} << 32,
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.inode_quota = in.whole;
        return success();
      },
      .only_here_because = "part of the daemon's disk quota, as disk_quota_mb"},
-    {.key = "processes", .flag = "--pids", .value_name = "N", .value = KeyValue::whole,
-     .minimum = bounds::kMinimumProcesses, .maximum = bounds::kMaximumProcesses, .help = "process limit (default 1024)",
+    {.key = "processes",
+     .flag = "--pids",
+     .value_name = "N",
+     .value = KeyValue::whole,
+     .minimum = bounds::kMinimumProcesses,
+     .maximum = bounds::kMaximumProcesses,
+     .help = "process limit (default 1024)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.processes = in.whole;
        return success();
      }},
-    {.key = "file_size_mb", .flag = "--file-size", .value_name = "SIZE", .value = KeyValue::mebibytes, .minimum = 1,
-     .maximum = kMaximumMebibytes, .help = "largest file the sandbox may write (default 4G)",
+    {.key = "file_size_mb",
+     .flag = "--file-size",
+     .value_name = "SIZE",
+     .value = KeyValue::mebibytes,
+     .minimum = 1,
+     .maximum = kMaximumMebibytes,
+     .help = "largest file the sandbox may write (default 4G)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.file_size_bytes = in.whole;
        return success();
      }},
-    {.key = "open_files", .flag = "--open-files", .value_name = "N", .value = KeyValue::whole,
-     .minimum = bounds::kMinimumOpenFiles, .maximum = bounds::kMaximumOpenFiles, .help = "open file limit (default 1024)",
+    {.key = "open_files",
+     .flag = "--open-files",
+     .value_name = "N",
+     .value = KeyValue::whole,
+     .minimum = bounds::kMinimumOpenFiles,
+     .maximum = bounds::kMaximumOpenFiles,
+     .help = "open file limit (default 1024)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.open_files = in.whole;
        return success();
      }},
-    {.key = "cpus", .flag = "--cpus", .value_name = "N", .value = KeyValue::cpus,
+    {.key = "cpus",
+     .flag = "--cpus",
+     .value_name = "N",
+     .value = KeyValue::cpus,
      .help = "CPU time the desk may use, in CPUs, e.g. 1.5 (with cgroups; default no limit)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.cpus = in.number;
        return success();
      }},
-    {.key = "tmp_mb", .flag = "--tmp-size", .value_name = "SIZE", .value = KeyValue::mebibytes,
-     .minimum = bounds::kMinimumTmpMebibytes, .maximum = kMaximumMebibytes,
+    {.key = "tmp_mb",
+     .flag = "--tmp-size",
+     .value_name = "SIZE",
+     .value = KeyValue::mebibytes,
+     .minimum = bounds::kMinimumTmpMebibytes,
+     .maximum = kMaximumMebibytes,
      .help = "the size of each of the sandbox's /tmp and /dev/shm (default 512M; without cgroups at most half "
              "the memory limit)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.tmp_size_bytes = in.whole;
        return success();
      }},
-    {.key = "hidden_paths", .flag = "--hide", .value_name = "PATH", .value = KeyValue::paths,
+    {.key = "hidden_paths",
+     .flag = "--hide",
+     .value_name = "PATH",
+     .value = KeyValue::paths,
      .help = "hide a file or folder from the sandbox (repeatable)"},
-    {.key = "read_only_paths", .flag = "--read-only", .value_name = "PATH", .value = KeyValue::paths,
-     .help = "show a host file or folder read-only at its own path (repeatable)", .store = kReadOnlyPath},
-    {.key = "host_view", .flag = "--host-view", .value_name = "minimal|full", .value = KeyValue::choice,
-     .choices = kViews, .help = "the system folders, the desk and what --read-only names (default), or the whole host read-only",
+    {.key = "read_only_paths",
+     .flag = "--read-only",
+     .value_name = "PATH",
+     .value = KeyValue::paths,
+     .help = "show a host file or folder read-only at its own path (repeatable)",
+     .store = kReadOnlyPath},
+    {.key = "host_view",
+     .flag = "--host-view",
+     .value_name = "minimal|full",
+     .value = KeyValue::choice,
+     .choices = kViews,
+     .help = "the system folders, the desk and what --read-only names (default), or the whole host read-only",
      .store = kHostView},
-    {.key = "allow_supplementary_groups", .flag = "--allow-supplementary-groups", .value = KeyValue::flag,
+    {.key = "allow_supplementary_groups",
+     .flag = "--allow-supplementary-groups",
+     .value = KeyValue::flag,
      .help = "under an unprivileged deskd, let the sandbox keep its supplementary groups (else refused; see "
              "deskd.toml(5))",
      .store = [](SandboxSettings& s, const KeyInput&) -> Result<void> {
        s.allow_supplementary_groups = true;
        return success();
      }},
-    {.key = "environment", .flag = "--env", .value_name = "NAME", .value = KeyValue::list,
-     .help = "copy the variable NAME from deskd's environment (repeatable)", .store = kVariable},
-    {.flag = "--hostname", .value_name = "NAME", .value = KeyValue::text, .help = "hostname inside (default deskd)",
+    {.key = "environment",
+     .flag = "--env",
+     .value_name = "NAME",
+     .value = KeyValue::list,
+     .help = "copy the variable NAME from deskd's environment (repeatable)",
+     .store = kVariable},
+    {.flag = "--hostname",
+     .value_name = "NAME",
+     .value = KeyValue::text,
+     .help = "hostname inside (default deskd)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.hostname = std::string(in.text);
        return success();
      },
      .only_here_because = "a served desk's hostname is its [[desk]] table's 'hostname', one per desk"},
-    {.flag = "--uid", .value_name = "ID", .value = KeyValue::whole, .maximum = 4'294'967'294,
+    {.flag = "--uid",
+     .value_name = "ID",
+     .value = KeyValue::whole,
+     .maximum = 4'294'967'294,
      .help = "the sandbox's host uid under a root deskd (default 2147418112; never 0 or 65534)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.uid = static_cast<uid_t>(in.whole);
        return success();
      },
      .only_here_because = "the daemon chooses each served desk's ids (desk_uid_first, desk_uid_count)"},
-    {.flag = "--gid", .value_name = "ID", .value = KeyValue::whole, .maximum = 4'294'967'294,
+    {.flag = "--gid",
+     .value_name = "ID",
+     .value = KeyValue::whole,
+     .maximum = 4'294'967'294,
      .help = "the sandbox's host gid under a root deskd (default 2147418112; never 0 or 65534)",
      .store = [](SandboxSettings& s, const KeyInput& in) -> Result<void> {
        s.gid = static_cast<gid_t>(in.whole);

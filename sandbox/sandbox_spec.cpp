@@ -118,8 +118,7 @@ std::vector<std::string> base_environment(const std::filesystem::path& home) {
 }
 
 SandboxSpecBuilder::SandboxSpecBuilder(policy::Confinement confinement)
-    : spec_{.confinement = confinement,
-            .working_directory = confinement.desk_directory()} {}
+    : spec_{.confinement = confinement, .working_directory = confinement.desk_directory()} {}
 
 SandboxSpecBuilder& SandboxSpecBuilder::apply(const SandboxSettings& settings) {
   network(settings.network);
@@ -190,7 +189,8 @@ SandboxSpecBuilder& SandboxSpecBuilder::process_limit(std::uint64_t processes) {
 
 SandboxSpecBuilder& SandboxSpecBuilder::tmp_size_limit(std::uint64_t bytes) {
   if (bytes < (limit_bounds::kMinimumTmpMebibytes << 20)) {
-    problems_.push_back("the size of /tmp must be at least " + std::to_string(limit_bounds::kMinimumTmpMebibytes) + "M");
+    problems_.push_back("the size of /tmp must be at least " + std::to_string(limit_bounds::kMinimumTmpMebibytes) +
+                        "M");
   }
   spec_.limits.tmp_size_bytes = bytes;
   return *this;

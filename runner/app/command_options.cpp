@@ -40,7 +40,8 @@ Result<bool> take_sandbox(std::span<const std::string_view> arguments, std::size
 }
 
 // A flag without a value: the lean parser is given it alone.
-Result<bool> take_sandbox_flag(std::span<const std::string_view> arguments, std::size_t& index, SandboxOptions& options) {
+Result<bool> take_sandbox_flag(std::span<const std::string_view> arguments, std::size_t& index,
+                               SandboxOptions& options) {
   return take_sandbox_option(arguments.first(1), index, options);
 }
 

@@ -85,8 +85,8 @@ Result<CommandDesk> command_desk(const DeskToolOptions& options) {
 
 egress::RefusalSink refusals_to_standard_error() {
   return [](const egress::EgressRefusal& refusal) {
-    std::fprintf(stderr, "deskd: network refused %s:%u: %s\n", refusal.host.c_str(), static_cast<unsigned>(refusal.port),
-                 refusal.why.c_str());
+    std::fprintf(stderr, "deskd: network refused %s:%u: %s\n", refusal.host.c_str(),
+                 static_cast<unsigned>(refusal.port), refusal.why.c_str());
   };
 }
 

@@ -59,8 +59,8 @@ int run_turn(RunRequest& request) {
   DeskConfig& desk_config = command->desk;
   desk_config.model.provider = "script";
   if (!request.script_path.empty()) desk_config.model.script = std::filesystem::absolute(request.script_path);
-  const auto state = request.state_folder.empty() ? desk_config.directory / ".deskd"
-                                                  : std::filesystem::absolute(request.state_folder);
+  const auto state =
+      request.state_folder.empty() ? desk_config.directory / ".deskd" : std::filesystem::absolute(request.state_folder);
   const std::string desk_name = desk_config.name;
 
   SystemClock clock;
@@ -69,8 +69,11 @@ int run_turn(RunRequest& request) {
   // Ids go on from the journal's last one: two runs never write the same id.
   bus.continue_numbering_after(desk::read_recent_events({state / "journal.jsonl"}, 1).highest_event_number);
   auto assembled = assemble_desk(io.get_executor(),
-                                 {.desk = desk_config, .state_folder = state, .proposals_folder = options.proposals_folder,
-                                  .ids = command->ids, .refusals = refusals_to_standard_error()},
+                                 {.desk = desk_config,
+                                  .state_folder = state,
+                                  .proposals_folder = options.proposals_folder,
+                                  .ids = command->ids,
+                                  .refusals = refusals_to_standard_error()},
                                  bus, clock);
   if (!assembled.ok()) return setup_error(assembled.error().what);
   desk::DeskRuntime& desk = *(*assembled)->runtime;
@@ -114,7 +117,8 @@ int run_turn(RunRequest& request) {
       // (its TRIGGER_FINISHED) changes nothing.
       if (ours && !ended && desk::ends_turn(event->kind, event->data)) {
         ended = true;
-        if (event->kind == desk::event_kind::kTurnFinished || event->kind == desk::event_kind::kCommandAnswered) status = 0;
+        if (event->kind == desk::event_kind::kTurnFinished || event->kind == desk::event_kind::kCommandAnswered)
+          status = 0;
         desk_run.emit(asio::cancellation_type::terminal);
       }
       if (event->kind == desk::event_kind::kDeskStopped) break;

@@ -35,7 +35,8 @@ Result<void> take_value(const sandbox::SandboxKey& row, std::string_view value, 
       if (std::find(row.choices.begin(), row.choices.end(), value) == row.choices.end()) {
         std::string listed;
         for (std::size_t index = 0; index < row.choices.size(); ++index) {
-          listed += (index == 0 ? "" : index + 1 == row.choices.size() ? " or " : ", ") + std::string(row.choices[index]);
+          if (index > 0) listed += index + 1 == row.choices.size() ? " or " : ", ";
+          listed += row.choices[index];
         }
         return usage(flag + " must be " + listed + ", not '" + shown + "'.");
       }
@@ -55,7 +56,8 @@ Result<void> take_value(const sandbox::SandboxKey& row, std::string_view value, 
     case sandbox::KeyValue::cpus: {
       char* end = nullptr;
       input.number = std::strtod(shown.c_str(), &end);
-      if (shown.empty() || end != shown.c_str() + shown.size() || !(input.number >= sandbox::limit_bounds::kMinimumCpus) ||
+      if (shown.empty() || end != shown.c_str() + shown.size() ||
+          !(input.number >= sandbox::limit_bounds::kMinimumCpus) ||
           input.number > sandbox::limit_bounds::kMaximumCpus) {
         return usage(flag + " needs a number of CPUs from " + sandbox::key_bounds(row) + ", not '" + shown + "'.");
       }
@@ -74,7 +76,8 @@ Result<void> take_value(const sandbox::SandboxKey& row, std::string_view value, 
       }
     default: break;
   }
-  if (auto stored = row.store(options.settings, input); !stored.ok()) return usage(flag + ": " + stored.error().what + ".");
+  if (auto stored = row.store(options.settings, input); !stored.ok())
+    return usage(flag + ": " + stored.error().what + ".");
   return success();
 }
 
@@ -111,8 +114,9 @@ Result<void> check_sandbox_options(const SandboxOptions& options) {
                  ", so the list would be ignored; add --net allowlist to limit it to these hosts, or leave out --allow.");
   }
   if (!(options.settings.egress == sandbox::EgressLimits{}) && network != sandbox::NetworkMode::allowlist) {
-    return usage("--egress-connections, --egress-size and --egress-idle limit only the allowlist network's proxy, "
-                 "and this sandbox has none; add --net allowlist, or leave them out.");
+    return usage(
+        "--egress-connections, --egress-size and --egress-idle limit only the allowlist network's proxy, "
+        "and this sandbox has none; add --net allowlist, or leave them out.");
   }
   return success();
 }

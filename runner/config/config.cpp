@@ -371,14 +371,15 @@ void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& pl
         break;
       case sandbox::KeyValue::whole:
       case sandbox::KeyValue::mebibytes:
-        if (auto number = reader.whole(row.key, static_cast<std::int64_t>(row.minimum), static_cast<std::int64_t>(row.maximum))) {
+        if (auto number =
+                reader.whole(row.key, static_cast<std::int64_t>(row.minimum), static_cast<std::int64_t>(row.maximum))) {
           const int shift = row.value == sandbox::KeyValue::mebibytes ? 20 : 0;
           (void)row.store(sandbox, {.whole = static_cast<std::uint64_t>(*number) << shift});
         }
         break;
       case sandbox::KeyValue::cpus:
-        if (auto cpus = reader.number(row.key, {sandbox::limit_bounds::kMinimumCpus, false,
-                                                sandbox::limit_bounds::kMaximumCpus})) {
+        if (auto cpus = reader.number(
+                row.key, {sandbox::limit_bounds::kMinimumCpus, false, sandbox::limit_bounds::kMaximumCpus})) {
           (void)row.store(sandbox, {.number = *cpus});
         }
         break;

@@ -97,7 +97,7 @@ struct ModelPrice {
 
 /// [model] and a desk's [desk.model] overrides (a desk's table starts as a copy of [model]).
 struct ModelConfig {
-  std::string provider = "script";             ///< a name of model::provider_kinds()
+  std::string provider = "script";              ///< a name of model::provider_kinds()
   std::optional<std::filesystem::path> script;  ///< for "script": JSON-lines replies; none: the demo
   std::string model;                            ///< e.g. "claude-sonnet-4-5", "gpt-4.1"
   std::string base_url;                         ///< "" means the provider's public endpoint

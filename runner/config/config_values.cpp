@@ -124,8 +124,8 @@ std::vector<std::filesystem::path> merge_hidden_paths(const DeskConfig& desk, co
                                          ", so the desk could read nothing of its own");
       }
     } else if (clash) {
-      problems.add(entry.position,
-                   entry.label + ' ' + entry.path.native() + " is a place desk " + desk_name + " must be able to write");
+      problems.add(entry.position, entry.label + ' ' + entry.path.native() + " is a place desk " + desk_name +
+                                       " must be able to write");
     }
     if (merged_already.insert(entry.path.native()).second) merged.push_back(entry.path);
   }

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "runner/control_protocol/control_protocol.h"
 #include "runner/control/event_history.h"
 #include "runner/control/log_limiter.h"
 #include "runner/control/memory_release.h"
+#include "runner/control_protocol/control_protocol.h"
 #include "runner/events/event_bus.h"
 
 namespace deskd::control {

@@ -19,8 +19,8 @@
 #include "base/asio_await.h"
 #include "base/task_group.h"
 #include "runner/control/control_connection.h"
-#include "runner/control_protocol/control_protocol.h"
 #include "runner/control/control_service.h"
+#include "runner/control_protocol/control_protocol.h"
 
 namespace deskd::control {
 

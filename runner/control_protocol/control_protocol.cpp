@@ -105,8 +105,8 @@ ParsedRequest parse_control_request(std::string_view line) {
   if (request.op == op::kSend.name) {
     if (!parsed.problem && request.text->size() > kMaximumSendTextBytes) {
       parsed.problem_code = std::string(code::kTooLarge);
-      parsed.problem = "The message is " + std::to_string(request.text->size()) + " bytes; deskd takes messages of at most " +
-                       std::to_string(kMaximumSendTextBytes) +
+      parsed.problem = "The message is " + std::to_string(request.text->size()) +
+                       " bytes; deskd takes messages of at most " + std::to_string(kMaximumSendTextBytes) +
                        " bytes (256 KiB). Save a long text to a file the desk can read and send its path instead.";
     }
   }
@@ -122,7 +122,8 @@ std::string reply_ok(const json::value& id, json::object fields) {
 }
 
 std::string reply_error(const json::value& id, std::string_view error_code, std::string_view message) {
-  return json::serialize(json::object{{field::kId, id}, {field::kOk, false}, {field::kCode, error_code}, {field::kError, message}});
+  return json::serialize(
+      json::object{{field::kId, id}, {field::kOk, false}, {field::kCode, error_code}, {field::kError, message}});
 }
 
 std::string reply_event(const json::value& id, const json::object& event) {

@@ -68,7 +68,7 @@ const Operation* find_operation(std::string_view name);
 
 /// The names of a request's fields (and of a reply's envelope).
 namespace field {
-inline constexpr std::string_view kId = "id";            ///< any JSON value; every reply echoes it
+inline constexpr std::string_view kId = "id";  ///< any JSON value; every reply echoes it
 inline constexpr std::string_view kOp = "op";
 inline constexpr std::string_view kDesk = "desk";
 inline constexpr std::string_view kText = "text";
@@ -79,7 +79,7 @@ inline constexpr std::string_view kFollow = "follow";      ///< unfollow: the fo
 inline constexpr std::string_view kOk = "ok";              ///< a reply: true, or false with code and error
 inline constexpr std::string_view kCode = "code";
 inline constexpr std::string_view kError = "error";
-inline constexpr std::string_view kEvent = "event";        ///< a follow's streamed line
+inline constexpr std::string_view kEvent = "event";  ///< a follow's streamed line
 }  // namespace field
 
 /// Error codes in replies.
@@ -92,8 +92,10 @@ inline constexpr std::string_view kRefused = "refused";
 inline constexpr std::string_view kNotAllowed = "not_allowed";
 inline constexpr std::string_view kTooLong = "too_long";    ///< a line past kMaximumRequestBytes; the connection closes
 inline constexpr std::string_view kTooLarge = "too_large";  ///< a send's text past kMaximumSendTextBytes
-inline constexpr std::string_view kTooSlow = "too_slow";    ///< the client let its unread replies pass its cap; it is dropped
-inline constexpr std::string_view kTooManyClients = "too_many_clients";  ///< past [runner] max_clients or the per-uid cap
+inline constexpr std::string_view kTooSlow =
+    "too_slow";  ///< the client let its unread replies pass its cap; it is dropped
+inline constexpr std::string_view kTooManyClients =
+    "too_many_clients";                            ///< past [runner] max_clients or the per-uid cap
 inline constexpr std::string_view kIdle = "idle";  ///< no complete request within the deadline; the connection closes
 inline constexpr std::string_view kStopping = "stopping";  ///< deskd is shutting down
 inline constexpr std::string_view kInternal = "internal";
@@ -104,16 +106,16 @@ struct ControlRequest {
   std::string op;
   std::optional<std::string> desk;
   std::optional<std::string> text;
-  std::optional<std::string> from;      ///< follow: replay kept events after this event id
-  std::optional<std::string> proposal;  ///< accept/reject
+  std::optional<std::string> from;           ///< follow: replay kept events after this event id
+  std::optional<std::string> proposal;       ///< accept/reject
   std::optional<boost::json::value> follow;  ///< unfollow: the follow request's id
-  bool replay = false;                  ///< follow: replay every kept event first
+  bool replay = false;                       ///< follow: replay every kept event first
 };
 
 /// A parsed line: the request, or the problem with it (and the id, when one was readable).
 struct ParsedRequest {
   ControlRequest request;
-  std::optional<std::string> problem;         ///< a sentence, when the line is not a request
+  std::optional<std::string> problem;  ///< a sentence, when the line is not a request
   std::string problem_code = std::string(code::kBadRequest);
 };
 

@@ -24,7 +24,6 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace asio::experimental::awaitable_operators;
 
-
 namespace {
 
 Error unknown_desk(const std::string& name) { return Error::make(ErrorCode::not_found, "There is no desk '" + name + "'."); }
@@ -37,9 +36,8 @@ Daemon::Daemon(asio::any_io_executor executor, Config config, const Clock& clock
       clock_(clock),
       log_(std::move(log)),
       bus_(clock),
-      reloads_(executor_, [this](std::exception_ptr escaped) {
-        log_.error("the reload ended: " + describe_exception(escaped));
-      }),
+      reloads_(executor_,
+               [this](std::exception_ptr escaped) { log_.error("the reload ended: " + describe_exception(escaped)); }),
       desk_came_back_(executor_, asio::steady_timer::time_point::max()) {
   bus_.add_sink([this](const desk::Event& event) {
     history_.add(event);
@@ -90,7 +88,8 @@ void Daemon::track_waiting(const desk::Event& event) {
   // A trigger stops waiting once the desk has taken it: its turn started, it was delivered
   // into a running turn, or anything the event-kind table counts as an end came for it —
   // a failed rollover's TURN_FAILED too, which comes once the trigger is taken.
-  const bool taken = event.kind == desk::event_kind::kTurnStarted || event.kind == desk::event_kind::kSteeringDelivered ||
+  const bool taken = event.kind == desk::event_kind::kTurnStarted ||
+                     event.kind == desk::event_kind::kSteeringDelivered ||
                      desk::turn_end_of(event.kind) != desk::TurnEnd::no;
   if (!taken && !stopped) return;
   const std::lock_guard lock(waiting_mutex_);

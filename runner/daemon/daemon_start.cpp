@@ -151,7 +151,9 @@ void Daemon::assemble_slot(Slot& slot, Result<std::optional<DeskIds>> ids) {
       const Error& error = ids.error();
       *assembled = Error{error.code, error.error_number, "choosing the desk's uid: " + error.what};
     } else {
-      *assembled = assemble_desk(executor_, {.desk = slot.config, .state_folder = desk_state_folder(config_, slot.config.name), .ids = *ids}, bus_, clock_);
+      *assembled = assemble_desk(
+          executor_, {.desk = slot.config, .state_folder = desk_state_folder(config_, slot.config.name), .ids = *ids},
+          bus_, clock_);
     }
   } catch (const std::exception& error) {
     *assembled = Error::make(ErrorCode::internal, std::string("assembling the desk failed: ") + error.what());

@@ -116,7 +116,8 @@ std::filesystem::path desk_state_folder(const Config& config, const std::string&
   return config.runner.state_folder / "desks" / desk_name;
 }
 
-Result<sandbox::SandboxSpec> assemble_desk_sandbox(boost::asio::any_io_executor executor, const DeskAssemblyInput& input) {
+Result<sandbox::SandboxSpec> assemble_desk_sandbox(boost::asio::any_io_executor executor,
+                                                   const DeskAssemblyInput& input) {
   const DeskConfig& desk_config = input.desk;
   // The config's own value, as the config decided it for this desk; only the ids of a root
   // deskd's desk are chosen now (for every desk the daemon starts at once, in one lock and
@@ -145,7 +146,8 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   const std::filesystem::path& state = input.state_folder;
   std::error_code error;
   std::filesystem::create_directories(state, error);
-  if (error) return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
+  if (error)
+    return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
 
   if (!input.refusals) input.refusals = network_refusal_publisher(bus, desk_config.name);
   auto spec = assemble_desk_sandbox(executor, input);
@@ -170,12 +172,12 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   // started only when a proposal is accepted).
   desk->path_policy.emplace(spec->confinement, std::make_shared<sandbox::FileOpener>(*spec));
 
-  auto proposals_folder = tools::proposals_folder_outside(spec->confinement,
-                                                         input.proposals_folder.value_or(state / "proposals"));
+  auto proposals_folder =
+      tools::proposals_folder_outside(spec->confinement, input.proposals_folder.value_or(state / "proposals"));
   if (!proposals_folder.ok()) return step_failed("opening the proposals", proposals_folder.error());
   // The clock outlives every desk (the daemon owns both); the store only needs to read it.
-  auto proposals = tools::ProposalStore::open(*proposals_folder, std::shared_ptr<const Clock>(&clock, [](const Clock*) {}),
-                                              desk_config.proposable_paths);
+  auto proposals = tools::ProposalStore::open(
+      *proposals_folder, std::shared_ptr<const Clock>(&clock, [](const Clock*) {}), desk_config.proposable_paths);
   if (!proposals.ok()) return step_failed("opening the proposals", proposals.error());
   desk->proposals = *proposals;
 

@@ -73,7 +73,8 @@ struct DeskAssemblyInput {
 /// sandbox spec of `input.desk` (its confinement, its settings, its ids), its writable
 /// places prepared, and under network = "allowlist" its egress proxy on `executor`. A root
 /// deskd's desk without ids is refused (fail closed). The error says which step failed.
-Result<sandbox::SandboxSpec> assemble_desk_sandbox(boost::asio::any_io_executor executor, const DeskAssemblyInput& input);
+Result<sandbox::SandboxSpec> assemble_desk_sandbox(boost::asio::any_io_executor executor,
+                                                   const DeskAssemblyInput& input);
 
 /// Builds the whole desk (the sandbox as above, its quota, tools, model, runtime and
 /// scheduler) and tries its sandbox once. The error says which step failed.

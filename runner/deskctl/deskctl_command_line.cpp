@@ -67,7 +67,9 @@ std::unique_ptr<CLI::App> make_deskctl_parser(DeskctlRequest& request) {
     CLI::App* command = add_command(*deskctl, request, std::string(row.name), std::string(row.description));
     switch (row.takes) {
       case deskctl::Takes::nothing: break;
-      case deskctl::Takes::desk_or_every_desk: add_desk(*command, request, "the desk (default: every desk)", false); break;
+      case deskctl::Takes::desk_or_every_desk:
+        add_desk(*command, request, "the desk (default: every desk)", false);
+        break;
       case deskctl::Takes::desk: add_desk(*command, request, "the desk", true); break;
       case deskctl::Takes::desk_and_message:
         add_desk(*command, request, "the desk", true);

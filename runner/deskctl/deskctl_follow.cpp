@@ -59,7 +59,8 @@ int events(ControlClient& client, const DeskctlRequest& options) {
     } else if (object.contains("replayed")) {
       if (!follow) return kOk;
     } else if (object.contains("dropped")) {
-      std::fprintf(stderr, "deskctl: %s events were dropped because this client fell behind.\n", shown(object, "dropped").c_str());
+      std::fprintf(stderr, "deskctl: %s events were dropped because this client fell behind.\n",
+                   shown(object, "dropped").c_str());
     } else if (const json::value* event = object.if_contains(field::kEvent); event != nullptr && event->is_object()) {
       const std::string text =
           options.json_output ? json::serialize(*event) + "\n" : desk::event_text(event->as_object(), true);
@@ -72,11 +73,14 @@ int events(ControlClient& client, const DeskctlRequest& options) {
 int ask(ControlClient& client, const DeskctlRequest& options) {
   const std::string& desk = options.desk;
   std::vector<json::object> pending;
-  if (auto sent = client.send(json::object{{field::kId, 1}, {field::kOp, op::kFollow.name}, {field::kDesk, desk}}); !sent.ok()) return unreachable(sent.error());
+  if (auto sent = client.send(json::object{{field::kId, 1}, {field::kOp, op::kFollow.name}, {field::kDesk, desk}});
+      !sent.ok())
+    return unreachable(sent.error());
   auto followed = reply_to(client, 1, pending);
   if (!followed.ok()) return unreachable(followed.error());
   if (!is_ok(*followed)) return refused(*followed, options.json_output);
-  if (auto sent = client.send(json::object{{field::kId, 2}, {field::kOp, op::kSend.name}, {field::kDesk, desk}, {field::kText, joined(options.words)}});
+  if (auto sent = client.send(json::object{
+          {field::kId, 2}, {field::kOp, op::kSend.name}, {field::kDesk, desk}, {field::kText, joined(options.words)}});
       !sent.ok()) {
     return unreachable(sent.error());
   }
@@ -90,7 +94,8 @@ int ask(ControlClient& client, const DeskctlRequest& options) {
   const auto handle = [&](const json::object& event) -> std::optional<int> {
     const std::string kind = text_of(event, "kind");
     const json::value* data_value = event.if_contains("data");
-    const bool about_ours = data_value != nullptr && data_value->is_object() && text_of(data_value->as_object(), "trigger") == trigger;
+    const bool about_ours =
+        data_value != nullptr && data_value->is_object() && text_of(data_value->as_object(), "trigger") == trigger;
     if (about_ours && (kind == event_kind::kTurnStarted || kind == event_kind::kSteeringQueued)) mine = true;
     // The event-kind table says which kinds end a turn (a failed rollover's TURN_FAILED does not).
     const bool ends = about_ours && desk::ends_turn(kind, data_value->as_object());
@@ -117,7 +122,8 @@ int ask(ControlClient& client, const DeskctlRequest& options) {
   for (;;) {
     auto line = client.read();
     if (!line.ok()) return unreachable(line.error());
-    if (!*line) return unreachable(Error::make(ErrorCode::system, "deskd closed the connection before the turn ended."));
+    if (!*line)
+      return unreachable(Error::make(ErrorCode::system, "deskd closed the connection before the turn ended."));
     if (const json::value* event = (*line)->if_contains(field::kEvent); event != nullptr && event->is_object()) {
       if (auto done = handle(event->as_object())) return *done;
     } else if ((*line)->contains(field::kOk) && !is_ok(**line)) {
@@ -130,6 +136,5 @@ int ask(ControlClient& client, const DeskctlRequest& options) {
     }
   }
 }
-
 
 }  // namespace deskd::control::deskctl

@@ -77,12 +77,13 @@ int print_desks_reply(const json::object& reply) {
 int print_status_reply(const json::object& reply) {
   const json::object& status = reply.at("status").as_object();
   if (const json::value* desks = status.if_contains("desks"); desks != nullptr && desks->is_array()) {
-    std::printf("deskd at %s%s\n", shown_time(status, "time").c_str(), text_of(status, "stopping") == "true" ? " (stopping)" : "");
+    std::printf("deskd at %s%s\n", shown_time(status, "time").c_str(),
+                text_of(status, "stopping") == "true" ? " (stopping)" : "");
     print_desks(desks->as_array());
     return kOk;
   }
-  for (const char* key : {"name", "state", "mode", "paused", "queued", "model", "directory", "network", "open_proposals",
-                          "error"}) {
+  for (const char* key :
+       {"name", "state", "mode", "paused", "queued", "model", "directory", "network", "open_proposals", "error"}) {
     if (!status.contains(key)) continue;
     const std::string value = std::string_view(key) == "directory" ? shown_path(status, key) : shown(status, key);
     std::printf("%-15s %s\n", (std::string(key) + ":").c_str(), value.c_str());
@@ -104,7 +105,8 @@ int print_trigger_reply(const json::object& reply) {
 
 int print_commands_reply(const json::object& reply) {
   for (const auto& entry : reply.at("commands").as_array()) {
-    std::printf("%-16s %s\n", shown(entry.as_object(), "name").c_str(), shown(entry.as_object(), "description").c_str());
+    std::printf("%-16s %s\n", shown(entry.as_object(), "name").c_str(),
+                shown(entry.as_object(), "description").c_str());
   }
   return kOk;
 }
@@ -115,11 +117,12 @@ int print_proposals_reply(const json::object& reply) {
   for (const auto& value : proposals) {
     const json::object& proposal = value.as_object();
     std::printf("%s  %-8s  %s  %s\n  %s\n  why: %s\n", shown(proposal, "id").c_str(), shown(proposal, "status").c_str(),
-                shown(proposal, "desk").c_str(), shown_time(proposal, "time").c_str(), shown_path(proposal, "path").c_str(),
-                shown(proposal, "reason").c_str());
+                shown(proposal, "desk").c_str(), shown_time(proposal, "time").c_str(),
+                shown_path(proposal, "path").c_str(), shown(proposal, "reason").c_str());
     // The diff keeps its lines; within them, what the desk wrote is shown escaped.
     const std::string diff = shown_lines(proposal, "diff");
-    if (!diff.empty() && text_of(proposal, "status") == "open") std::printf("%s%s", diff.c_str(), diff.back() == '\n' ? "" : "\n");
+    if (!diff.empty() && text_of(proposal, "status") == "open")
+      std::printf("%s%s", diff.c_str(), diff.back() == '\n' ? "" : "\n");
   }
   return kOk;
 }

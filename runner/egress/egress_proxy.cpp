@@ -69,8 +69,10 @@ Destination destination_of(const ProxyShared& shared, int connection) {
 awaitable<void> serve_counted(std::shared_ptr<ProxyShared> shared, asio::ip::tcp::socket client, Destination to) {
   OpenConnection counted(shared);
   try {
-    if (to.kind == Destination::Kind::name) co_await serve_name_connection(shared, std::move(client), to.name, to.port);
-    else co_await serve_proxy_connection(shared, std::move(client));
+    if (to.kind == Destination::Kind::name)
+      co_await serve_name_connection(shared, std::move(client), to.name, to.port);
+    else
+      co_await serve_proxy_connection(shared, std::move(client));
   } catch (...) {
     shared->report(to.name, to.port, "deskd's proxy failed: " + describe_exception(std::current_exception()));
   }
@@ -137,8 +139,9 @@ awaitable<void> read_relay(std::shared_ptr<ProxyShared> shared, asio::posix::str
   try {
     co_await read_relay_or_throw(shared, std::move(relay));
   } catch (...) {
-    shared->report("", 0, "deskd's egress relay failed, and takes no more connections from this sandbox: " +
-                              describe_exception(std::current_exception()));
+    shared->report("", 0,
+                   "deskd's egress relay failed, and takes no more connections from this sandbox: " +
+                       describe_exception(std::current_exception()));
   }
 }
 

@@ -18,12 +18,14 @@ Result<std::shared_ptr<ModelProvider>> as_model_provider(Result<std::unique_ptr<
 }
 
 Result<std::shared_ptr<ModelProvider>> make_script(boost::asio::any_io_executor, ProviderSettings settings) {
-  if (!settings.script) return std::shared_ptr<ModelProvider>(std::make_shared<ScriptProvider>(ScriptProvider::embedded_demo()));
+  if (!settings.script)
+    return std::shared_ptr<ModelProvider>(std::make_shared<ScriptProvider>(ScriptProvider::embedded_demo()));
   DESKD_ASSIGN_OR_RETURN(auto script, ScriptProvider::load(*settings.script));
   return std::shared_ptr<ModelProvider>(std::make_shared<ScriptProvider>(std::move(script)));
 }
 
-Result<std::shared_ptr<ModelProvider>> make_anthropic(boost::asio::any_io_executor executor, ProviderSettings settings) {
+Result<std::shared_ptr<ModelProvider>> make_anthropic(boost::asio::any_io_executor executor,
+                                                      ProviderSettings settings) {
   return as_model_provider(AnthropicProvider::create(std::move(executor), std::move(settings)));
 }
 
@@ -33,11 +35,21 @@ Result<std::shared_ptr<ModelProvider>> make_openai(boost::asio::any_io_executor 
 
 // The order is the one "'provider' must be one of script, anthropic, openai" lists.
 constexpr ProviderKind kProviderKinds[] = {
-    {.name = "script", .needs_model = false, .needs_key = KeyNeed::never, .extended_thinking = false, .make = make_script},
-    {.name = "anthropic", .needs_model = true, .needs_key = KeyNeed::always, .extended_thinking = true,
+    {.name = "script",
+     .needs_model = false,
+     .needs_key = KeyNeed::never,
+     .extended_thinking = false,
+     .make = make_script},
+    {.name = "anthropic",
+     .needs_model = true,
+     .needs_key = KeyNeed::always,
+     .extended_thinking = true,
      .make = make_anthropic},
     // OpenAI-compatible local servers (Ollama, llama.cpp, vLLM) on loopback take no key.
-    {.name = "openai", .needs_model = true, .needs_key = KeyNeed::unless_loopback, .extended_thinking = false,
+    {.name = "openai",
+     .needs_model = true,
+     .needs_key = KeyNeed::unless_loopback,
+     .extended_thinking = false,
      .make = make_openai},
 };
 
@@ -73,10 +85,8 @@ std::string provider_names_text() {
 
 bool needs_api_key(const ProviderKind& kind, std::string_view base_url) {
   switch (kind.needs_key) {
-    case KeyNeed::never:
-      return false;
-    case KeyNeed::always:
-      return true;
+    case KeyNeed::never: return false;
+    case KeyNeed::always: return true;
     case KeyNeed::unless_loopback: {
       // Loopback as the HTTP client judges it, so "http://localhost.example" is not.
       const auto url = Url::parse(base_url);

@@ -25,9 +25,9 @@ namespace deskd::model {
 
 /// When a provider needs an API key (api_key_file or api_key_variable).
 enum class KeyNeed {
-  never,           ///< no key is ever read (the script)
-  always,          ///< a key, wherever base_url points
-  unless_loopback, ///< a key, but for a plain-http base_url on loopback: a local server (Ollama, vLLM)
+  never,            ///< no key is ever read (the script)
+  always,           ///< a key, wherever base_url points
+  unless_loopback,  ///< a key, but for a plain-http base_url on loopback: a local server (Ollama, vLLM)
 };
 
 struct ProviderKind {

@@ -45,7 +45,8 @@ TEST(RunE2eTest, RunsATurnThroughTheRealTools) {
 
 TEST(RunE2eTest, ASlashCommandIsAnsweredAndRunExits) {
   TemporaryDesk desk;
-  const auto script = write_script(desk.root(), R"({"text": "never asked"})" "\n");
+  const auto script = write_script(desk.root(), R"({"text": "never asked"})"
+                                                "\n");
   // A /command is answered without a turn: its answer is the end deskd run waits for.
   DeskdProcess deskd(run_arguments(desk, script, "/help"));
   const std::string output = deskd.read_rest();

@@ -97,9 +97,10 @@ TEST_P(ResourcesTest, FileSizeLimitStopsBigWrites) {
 TEST_P(ResourcesTest, TmpSizeBoundsWhatTheDeskWritesToTmpAndDevShm) {
   // 12 MiB into an 8 MiB /tmp and /dev/shm: the tmpfs is full, the host's memory is spared.
   for (const std::string folder : {"/tmp", "/dev/shm"}) {
-    const SandboxRun run = sandbox(
-        {"/bin/sh", "-c", "head -c 12582912 /dev/zero > " + folder + "/fill; echo status $?; wc -c < " + folder + "/fill"},
-        {"--tmp-size", "8M"});
+    const SandboxRun run =
+        sandbox({"/bin/sh", "-c",
+                 "head -c 12582912 /dev/zero > " + folder + "/fill; echo status $?; wc -c < " + folder + "/fill"},
+                {"--tmp-size", "8M"});
     EXPECT_THAT(run.out, Not(HasSubstr("status 0"))) << run.describe();
     EXPECT_THAT(run.err, HasSubstr("No space left")) << run.describe();
   }

@@ -179,7 +179,8 @@ TEST(SandboxOptionsTest, TheCpuAndEgressLimitsHaveFlagsAndTheirBounds) {
   EXPECT_TRUE(check_sandbox_options(options).ok());
   // The bounds are the config's, from the one key table.
   EXPECT_EQ(take_sandbox({"--cpus", "0"}, options), "--cpus needs a number of CPUs from 0.01 to 4096, not '0'.");
-  EXPECT_EQ(take_sandbox({"--egress-connections", "5000"}, options), "--egress-connections must be 1 to 4096, not '5000'.");
+  EXPECT_EQ(take_sandbox({"--egress-connections", "5000"}, options),
+            "--egress-connections must be 1 to 4096, not '5000'.");
   EXPECT_EQ(take_sandbox({"--memory", "1M"}, options), "--memory must be 16 to 1099511627776 MiB, not '1M'.");
   EXPECT_THAT(take_sandbox({"--env", "1X"}, options), HasSubstr("--env: '1X' is not an environment variable name"));
 }

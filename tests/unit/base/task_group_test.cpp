@@ -139,9 +139,9 @@ TEST(TaskGroupTest, CancellingTheWaiterEndsTheWaitNotTheChildren) {
   group.spawn(wait_long(ended));
   asio::cancellation_signal stop_waiting;
   bool aborted = false;
-  asio::co_spawn(io, group.async_wait(), asio::bind_cancellation_slot(stop_waiting.slot(), [&](std::exception_ptr escaped) {
-    aborted = escaped != nullptr;
-  }));
+  asio::co_spawn(io, group.async_wait(),
+                 asio::bind_cancellation_slot(stop_waiting.slot(),
+                                              [&](std::exception_ptr escaped) { aborted = escaped != nullptr; }));
   asio::post(io, [&] { stop_waiting.emit(asio::cancellation_type::terminal); });
   io.run_for(std::chrono::milliseconds(200));
   EXPECT_TRUE(aborted);

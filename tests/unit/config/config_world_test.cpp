@@ -21,13 +21,13 @@
 namespace deskd::app {
 namespace {
 
+using testing::ConfigTest;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::IsSupersetOf;
 using ::testing::Not;
-using testing::ConfigTest;
 
 namespace fs = std::filesystem;
 

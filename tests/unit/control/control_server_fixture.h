@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "base/clock.h"
-#include "runner/control_protocol/control_protocol.h"
 #include "runner/control/control_server.h"
 #include "runner/control/control_service.h"
+#include "runner/control_protocol/control_protocol.h"
 #include "runner/deskctl/control_client.h"
 
 namespace deskd::control::test_support {

@@ -522,8 +522,7 @@ TEST_F(SchedulerTest, ARefusedTriggerIsReportedAsMissed) {
       [](Trigger, Scheduler::Acknowledgement acknowledged) {
         acknowledged(Error::make(ErrorCode::refused, "The desk is stopping."));
       },
-      bus_, clock_,
-      5ms);
+      bus_, clock_, 5ms);
   start(scheduler);
   std::vector<Event> seen;
   run_until([&] {

@@ -80,8 +80,9 @@ TEST(EventKindsTest, TheKindsThatEndATurn) {
   for (const EventKindInfo& row : event_kinds()) {
     if (row.ends_turn != TurnEnd::no) ending.insert(row.name);
   }
-  EXPECT_EQ(ending, (std::set<std::string_view>{event_kind::kTurnFinished, event_kind::kTurnFailed, event_kind::kTurnStopped,
-                                                event_kind::kCommandAnswered, event_kind::kTriggerFinished}));
+  EXPECT_EQ(ending,
+            (std::set<std::string_view>{event_kind::kTurnFinished, event_kind::kTurnFailed, event_kind::kTurnStopped,
+                                        event_kind::kCommandAnswered, event_kind::kTriggerFinished}));
   const boost::json::object plain{{"trigger", "t-1"}};
   EXPECT_TRUE(ends_turn(event_kind::kTurnFinished, plain));
   EXPECT_TRUE(ends_turn(event_kind::kTurnFailed, plain));

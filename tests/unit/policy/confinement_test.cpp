@@ -116,8 +116,8 @@ TEST_F(ConfinementTest, HiddenPathThatIsAWritablePlaceIsRefused) {
     const auto created = Confinement::create(desk(), std::vector<Path>{given});
     EXPECT_EQ(error_code_of(created), ErrorCode::invalid_argument) << given;
     if (!created.ok()) {
-      EXPECT_THAT(created.error().what,
-                  StartsWith("The hidden path " + std::string(given) + " is the writable place " + (desk() / place).native() + ","));
+      EXPECT_THAT(created.error().what, StartsWith("The hidden path " + std::string(given) + " is the writable place " +
+                                                   (desk() / place).native() + ","));
     }
   }
   EXPECT_FALSE(deskd::policy::hidden_path_clash(desk(), desk() / "notes/private").has_value());

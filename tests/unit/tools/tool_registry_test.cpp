@@ -123,8 +123,7 @@ TEST(ToolRegistryTest, ACancelledCallEndsWithTheCancellationNotAResult) {
 TEST(ToolRegistryTest, AToolsOwnAbortedWaitIsItsFailureWhenNobodyCancelled) {
   ToolRegistry registry;
   registry.add(std::make_unique<ThrowsWhenCancelledTool>());
-  const ToolResult result =
-      run_on_loop(registry.call("waits_throwing", boost::json::object{{"abort_itself", true}}));
+  const ToolResult result = run_on_loop(registry.call("waits_throwing", boost::json::object{{"abort_itself", true}}));
   EXPECT_TRUE(result.is_error);
   EXPECT_THAT(result.text, HasSubstr("waits_throwing failed: "));
 }
