@@ -24,6 +24,7 @@
 #include "runner/desk/skill_library.h"
 #include "runner/desk/subagent_board.h"
 #include "runner/desk/usage_tracker.h"
+#include "runner/egress/api_gate.h"
 #include "runner/egress/egress_proxy.h"
 #include "runner/journal/journal.h"
 #include "runner/tools/proposal_store.h"
@@ -34,6 +35,8 @@ namespace deskd::app {
 struct AssembledDesk {
   /// Declared first, so destroyed last: the mounts go once every sandbox of the desk has.
   sandbox::PlacesQuotaMounts quota_mounts;
+  /// The requests of its API gate waiting for a person (empty when it names no API).
+  std::shared_ptr<egress::ApprovalBoard> approvals;
   std::string model_description;  ///< "script", "anthropic:claude-..."
   std::shared_ptr<tools::ProposalStore> proposals;
   std::optional<policy::PathPolicy> path_policy;  ///< the desk's view, for accepting proposals
@@ -67,6 +70,11 @@ struct DeskAssemblyInput {
   std::optional<DeskIds> ids = {};
   /// Where the egress proxy's refusals go; by default NETWORK_REFUSED on the desk's bus.
   egress::RefusalSink refusals = {};
+  /// For a desk that names APIs: where its gate's requests wait for a person (a board of
+  /// its own when none), where its events go (none: not published), and its clock.
+  std::shared_ptr<egress::ApprovalBoard> approvals = {};
+  egress::ApiEventSink api_events = {};
+  std::shared_ptr<const Clock> clock = {};
 };
 
 /// The first step of every desk, also all that `deskd shell` and `deskd mcp` need: the
