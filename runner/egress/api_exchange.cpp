@@ -59,7 +59,10 @@ struct GateExchange {
   const GatedApi& api;
   const policy::ApiOrigin& origin;
   std::size_t api_index = 0;
+  ApiGate::Charge charge;
   Upstream upstream;
+
+  bool within_budget(std::uint64_t bytes) const { return !charge || charge(bytes); }
 
   const ApiGateSettings& settings() const { return gate.settings_; }
 
@@ -268,6 +271,12 @@ awaitable<void> serve_requests(GateExchange& exchange, Stream& stream, boost::be
     const std::string bytes = request_bytes(request);
     const std::string digest = sha256_hex(bytes);
     LedgerEntry entry = exchange.entry_for(request, digest, bytes.size());
+    if (!exchange.within_budget(bytes.size())) {
+      exchange.refused(entry, "the desk's egress byte budget (egress_mb) is spent");
+      co_await send_response(stream, gate_response(403, "refused by deskd's API gate", spec.name, "",
+                                                   "the desk's egress byte budget (egress_mb) is spent", false));
+      co_return;
+    }
 
     // Checks that need no rule: the target's form, the Host, a leak.
     std::string refusal;
@@ -392,6 +401,7 @@ awaitable<void> serve_requests(GateExchange& exchange, Stream& stream, boost::be
     entry.reason.clear();
     exchange.record(entry);
     exchange.called(entry);
+    if (!exchange.within_budget(response.body().size())) co_return;
     if (upgrade && response.result() == http::status::switching_protocols) {
       (void)co_await http::async_write(stream, response, kAwait);
       // The upgraded bytes (a WebSocket's frames) pass through both ways.
@@ -418,8 +428,8 @@ awaitable<void> serve_requests(GateExchange& exchange, Stream& stream, boost::be
 }  // namespace
 
 awaitable<void> ApiGate::serve(tcp::socket client, const GatedApi& api, const policy::ApiOrigin& origin,
-                               std::string already) {
-  GateExchange exchange{*this, api, origin, static_cast<std::size_t>(&api - apis_.data()), {}};
+                               std::string already, Charge charge) {
+  GateExchange exchange{*this, api, origin, static_cast<std::size_t>(&api - apis_.data()), std::move(charge), {}};
   client.set_option(tcp::no_delay(true));
   boost::beast::flat_buffer buffer;
   if (origin.scheme != "https") {

@@ -103,11 +103,15 @@ class ApiGate {
   const std::string& authority_pem() const;
   const ApprovalBoard& approvals() const { return *settings_.approvals; }
 
+  /// Counts bytes against the desk's egress budget; false once it is spent.
+  using Charge = std::function<bool(std::uint64_t bytes)>;
+
   /// Serves `client`, connected to `origin` of `api` (TLS is shaken here for https), until
-  /// it ends. `already` holds bytes the client sent that were read before. Never throws but
-  /// for cancellation.
+  /// it ends. `already` holds bytes the client sent that were read before; every request
+  /// and response is charged to `charge` (none: no budget). Never throws but for
+  /// cancellation.
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket client, const GatedApi& api,
-                                     const policy::ApiOrigin& origin, std::string already);
+                                     const policy::ApiOrigin& origin, std::string already, Charge charge = {});
 
   /// Reports a refusal as API_REFUSED, within the rate limit.
   void report_refusal(boost::json::object data);

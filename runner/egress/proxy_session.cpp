@@ -244,7 +244,9 @@ awaitable<void> serve_gated(ProxyShared& shared, tcp::socket client, const Proxy
   already.append(static_cast<const char*>(data.data()), data.size());
   buffer.consume(buffer.size());
   auto& gate = *shared.settings.gate;
-  co_await gate.serve(std::move(client), api, gate.origin_for(api, target.host, target.port), std::move(already));
+  // `shared` outlives the connection (serve_counted holds it).
+  co_await gate.serve(std::move(client), api, gate.origin_for(api, target.host, target.port), std::move(already),
+                      [&shared](std::uint64_t bytes) { return shared.charge(bytes); });
 }
 
 // The checks, the connection to the origin and the relay, for an HTTP proxy request (`head`,
