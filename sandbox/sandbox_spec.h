@@ -157,7 +157,9 @@ struct SandboxSpec {
   /// desk's CA, runner/egress/desk_authority.h): mounted read-only over
   /// /etc/ssl/certs/ca-certificates.crt in the view, and SSL_CERT_FILE, REQUESTS_CA_BUNDLE,
   /// CURL_CA_BUNDLE and NODE_EXTRA_CA_CERTS set to that path so curl, Python (urllib,
-  /// requests, httpx) and Node trust it with no options (sandbox/trust_bundle.h).
+  /// requests, httpx) and Node trust it with no options (sandbox/trust_bundle.h). Set it
+  /// through the builder or, on a built spec, use_trust_bundle(): assigning it alone would
+  /// change the mounts but not the variables.
   std::optional<std::filesystem::path> trust_bundle{};
 };
 
