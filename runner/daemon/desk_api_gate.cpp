@@ -4,6 +4,7 @@
 
 #include "runner/desk/market_status.h"
 #include "runner/events/india_time.h"
+#include "sandbox/trust_bundle.h"
 
 namespace deskd::app {
 namespace {
@@ -56,7 +57,7 @@ Result<std::shared_ptr<egress::ApiGate>> make_desk_api_gate(const DeskApiGateInp
   const auto bundle = input.state_folder / "trust-bundle.pem";
   auto written = egress::write_trust_bundle(bundle, (*gate)->authority_pem());
   if (!written.ok()) return Error{written.error().code, 0, "writing the desk's trust bundle: " + written.error().what};
-  spec.trust_bundle = bundle;
+  sandbox::use_trust_bundle(spec, bundle);
   for (auto& entry : (*gate)->environment()) spec.environment.push_back(std::move(entry));
   return gate;
 }
