@@ -325,14 +325,18 @@ std::optional<std::string> check_refusal(const BodyCheck& check, const ParsedBod
 }
 
 std::string printable(const boost::json::value& value, std::size_t maximum_bytes) {
-  const std::string text = terminal_text(boost::json::serialize(value));
+  // serialize writes a double as 1.5005E3.
+  const std::string text =
+      terminal_text(value.is_double() ? number_text(value.get_double()) : boost::json::serialize(value));
   if (text.size() <= maximum_bytes) return text;
   return std::string(utf8_prefix(text, maximum_bytes > 3 ? maximum_bytes - 3 : 0)) + "…";
 }
 
 std::string number_text(double value) {
-  char buffer[64];
-  const auto written = std::to_chars(buffer, buffer + sizeof buffer, value);
+  // Shortest form in plain digits ("200000", not "2e+05") where that stays short.
+  char buffer[128];
+  const auto format = std::fabs(value) < 1e15 ? std::chars_format::fixed : std::chars_format::general;
+  const auto written = std::to_chars(buffer, buffer + sizeof buffer, value, format);
   return std::string(buffer, written.ptr);
 }
 

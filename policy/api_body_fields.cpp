@@ -41,6 +41,8 @@ class Summary {
       for (std::size_t index = 0; index < array->size(); ++index) {
         add_json(path.empty() ? std::to_string(index) : path + "." + std::to_string(index), (*array)[index]);
       }
+    } else if (value.is_double()) {
+      add(path, api_body::number_text(value.get_double()));  // serialize would write 1.5005E3
     } else {
       add(path, boost::json::serialize(value));
     }
