@@ -111,10 +111,13 @@ struct SandboxPlaces {
 void read_model(TableReader& reader, ModelConfig& model, LoadContext& context);
 void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& places, LoadContext& context);
 
+struct ApiDraft;
+
 /// Reads every [[desk]] (`node` is the top-level `desk` value) into `config.desks`, merging
 /// each desk's hidden paths with `global` ([sandbox]'s), the daemon's paths and the other
-/// desks' folders and hidden paths, and judging the desk folders together.
-void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position, Config& config,
-                LoadContext& context);
+/// desks' folders and hidden paths, and judging the desk folders together; each desk's
+/// 'apis' is resolved against `apis` (config_api.h).
+void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position,
+                std::span<const ApiDraft> apis, Config& config, LoadContext& context);
 
 }  // namespace deskd::app::config_detail
