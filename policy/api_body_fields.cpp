@@ -8,6 +8,7 @@
 
 #include "base/terminal_text.h"
 #include "base/utf8_text.h"
+#include "base/ascii_text.h"
 #include "policy/api_body.h"
 #include "policy/api_rules.h"
 
@@ -57,13 +58,6 @@ class Summary {
   std::size_t maximum_bytes_;
   std::string text_;
 };
-
-std::string upper(std::string_view text) {
-  std::string upper_text(text);
-  std::transform(upper_text.begin(), upper_text.end(), upper_text.begin(),
-                 [](char c) { return static_cast<char>(std::toupper(static_cast<unsigned char>(c))); });
-  return upper_text;
-}
 
 std::string size_and_type(std::string_view content_type, std::string_view body, std::string_view note = {}) {
   const std::string type = content_type.empty() ? std::string("no content type") : terminal_text(content_type);
@@ -116,12 +110,12 @@ std::string summarise_api_body(std::string_view content_type, std::string_view b
 
 std::vector<const ApiAddedField*> added_fields_for(const ApiSpec& spec, std::string_view method,
                                                    std::string_view path) {
-  const std::string wanted = upper(method);
+  const std::string wanted = uppercase(method);
   std::vector<const ApiAddedField*> fields;
   for (const ApiAddedField& field : spec.added_fields) {
     const bool method_matches =
         field.methods.empty() || std::any_of(field.methods.begin(), field.methods.end(),
-                                             [&](const std::string& one) { return upper(one) == wanted; });
+                                             [&](const std::string& one) { return uppercase(one) == wanted; });
     if (method_matches && api_path_matches(field.path, path)) fields.push_back(&field);
   }
   return fields;

@@ -42,17 +42,10 @@ std::vector<std::string> read_field(std::string_view text, std::size_t& at) {
   }
 }
 
-std::string upper(std::string_view text) {
-  std::string upper_text(text);
-  std::transform(upper_text.begin(), upper_text.end(), upper_text.begin(),
-                 [](char c) { return static_cast<char>(std::toupper(static_cast<unsigned char>(c))); });
-  return upper_text;
-}
-
 bool method_matches(const std::vector<std::string>& methods, std::string_view method) {
   if (methods.empty()) return true;
-  const std::string wanted = upper(method);
-  return std::any_of(methods.begin(), methods.end(), [&](const std::string& one) { return upper(one) == wanted; });
+  const std::string wanted = uppercase(method);
+  return std::any_of(methods.begin(), methods.end(), [&](const std::string& one) { return uppercase(one) == wanted; });
 }
 
 bool within_window(const ApiTimeWindow& window, const ApiMoment& moment) {
@@ -158,7 +151,7 @@ Result<BodyCheck> parse_body_check(std::string_view text) {
 
 ApiDecision ApiRuleBook::decide(const ApiRequestView& request, const ApiMoment& moment) {
   ApiDecision decision;
-  const std::string method = upper(request.method);
+  const std::string method = uppercase(request.method);
   std::size_t index = 0;
   for (; index < spec_->rules.size(); ++index) {
     const ApiRule& rule = spec_->rules[index];

@@ -28,20 +28,6 @@ constexpr std::string_view kReservedVariables[] = {"PATH",
                                                    "CURL_CA_BUNDLE",
                                                    "NODE_EXTRA_CA_CERTS"};
 
-std::optional<std::string> required_string(TableReader& reader, std::string_view key) {
-  const toml::node* node = reader.find(key);
-  if (node == nullptr) {
-    reader.missing(key);
-    return std::nullopt;
-  }
-  auto value = reader.string(key);
-  if (value && value->empty()) {
-    reader.problem(*node, "'" + std::string(key) + "' must not be empty");
-    return std::nullopt;
-  }
-  return value;
-}
-
 // An HTTP header name: a token (RFC 9110 section 5.6.2).
 bool is_header_name(std::string_view name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {

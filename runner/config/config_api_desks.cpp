@@ -11,7 +11,7 @@
 namespace deskd::app::config_detail {
 namespace {
 
-std::string network_name(sandbox::NetworkMode network) {
+std::string api_network_name(sandbox::NetworkMode network) {
   switch (network) {
     case sandbox::NetworkMode::host: return "\"host\"";
     case sandbox::NetworkMode::allowlist: return "\"allowlist\"";
@@ -64,7 +64,7 @@ void give_desks_their_apis(std::span<DeskDraft> drafts, std::span<const ApiDraft
     if (desk.sandbox.network != sandbox::NetworkMode::allowlist) {
       problems.add(draft.apis_position, desk_name + " names APIs in 'apis', which it reaches only through deskd's " +
                                             "egress proxy; write network = \"allowlist\" in its [desk.sandbox] (its " +
-                                            "network is " + network_name(desk.sandbox.network) + ")");
+                                            "network is " + api_network_name(desk.sandbox.network) + ")");
     }
     std::set<std::string> named;
     std::map<std::string, std::string> origin_owners;    // origin text → API name

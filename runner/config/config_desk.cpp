@@ -25,21 +25,6 @@ namespace {
 
 constexpr double kSecondsInADay = 86400;
 
-// The string under `key`, which must be there and not be empty.
-std::optional<std::string> required_string(TableReader& reader, std::string_view key) {
-  const toml::node* node = reader.find(key);
-  if (node == nullptr) {
-    reader.missing(key);
-    return std::nullopt;
-  }
-  auto value = reader.string(key);
-  if (value && value->empty()) {
-    reader.problem(*node, "'" + std::string(key) + "' must not be empty");
-    return std::nullopt;
-  }
-  return value;
-}
-
 void read_time(TableReader& reader, desk::Schedule& schedule) {
   const toml::node* node = reader.find("time");
   if (node == nullptr) {

@@ -96,6 +96,9 @@ enum class PathKind { file, folder, file_or_folder };
 /// names it ("the desk folder"). A path that cannot be examined (permission denied) passes:
 /// `deskd check` may run as someone who cannot look where deskd can. Returns whether it
 /// was found to be right.
+/// The string under `key`, which must be there and not be empty (a problem otherwise).
+std::optional<std::string> required_string(TableReader& reader, std::string_view key);
+
 bool expect_existing(LoadContext& context, const PlacedPath& path, PathKind kind, std::string_view what);
 
 /// The paths a [sandbox] or [desk.sandbox] table named, with where: hidden paths add up
