@@ -50,6 +50,8 @@ Daemon::Daemon(asio::any_io_executor executor, Config config, const Clock& clock
 }
 
 Daemon::~Daemon() {
+  // A ledger being read posts its answer to the loop; it ends before anything else goes.
+  if (ledger_thread_) ledger_thread_->join();
   // An assembly still under way (the loop stopped without stop()) ends before its slot goes;
   // the ones still waiting are not begun.
   abandon_starting_ = true;
