@@ -243,6 +243,11 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   parts.journal = &*desk->journal;
   parts.subagents = desk->subagents.get();
   parts.tools_text = tools::describe_tool_reach(*registry, tool_settings.sandbox);
+  // The board is thread-safe and lives as long as the desk; the runtime (destroyed first)
+  // reads it only while it runs.
+  parts.approvals_text = [board = desk->approvals.get(), &clock] {
+    return describe_waiting_approvals(board->pending(), clock.now());
+  };
   desk::DeskSettings settings{desk_config.name, desk_config.mode, desk_config.stall_timeout,
                               egress::describe_network(sandbox_settings)};
   desk->runtime = std::make_unique<desk::DeskRuntime>(executor, settings, bus, runner, clock, parts);

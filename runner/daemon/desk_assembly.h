@@ -24,6 +24,7 @@
 #include "runner/desk/skill_library.h"
 #include "runner/desk/subagent_board.h"
 #include "runner/desk/usage_tracker.h"
+#include "runner/egress/api_approvals.h"
 #include "runner/egress/api_gate.h"
 #include "runner/egress/egress_proxy.h"
 #include "runner/journal/journal.h"
@@ -35,8 +36,6 @@ namespace deskd::app {
 struct AssembledDesk {
   /// Declared first, so destroyed last: the mounts go once every sandbox of the desk has.
   sandbox::PlacesQuotaMounts quota_mounts;
-  /// The requests of its API gate waiting for a person (empty when it names no API).
-  std::shared_ptr<egress::ApprovalBoard> approvals;
   std::string model_description;  ///< "script", "anthropic:claude-..."
   std::shared_ptr<tools::ProposalStore> proposals;
   std::optional<policy::PathPolicy> path_policy;  ///< the desk's view, for accepting proposals
@@ -46,6 +45,9 @@ struct AssembledDesk {
   std::unique_ptr<desk::MarketStatus> market_status;
   std::unique_ptr<desk::SkillLibrary> skill_library;
   std::shared_ptr<desk::SubagentBoard> subagents;
+  /// The desk's API calls held for a person (an `ask` rule of its API gate), named after the
+  /// desk; read by /approvals, deskctl approvals, approve and deny. The gate asks on it.
+  std::shared_ptr<egress::ApprovalBoard> approvals;
   std::unique_ptr<desk::DeskRuntime> runtime;     ///< lent the parts above: destroyed first
   std::unique_ptr<desk::Scheduler> scheduler;
 };
@@ -54,8 +56,12 @@ struct AssembledDesk {
 /// port, why). `bus` must outlive the proxy's connections.
 egress::RefusalSink network_refusal_publisher(desk::EventBus& bus, std::string desk_name);
 
-/// The folder that holds a desk's journal, sessions, proposals and usage.
+/// The folder that holds a desk's journal, sessions, proposals, usage and API ledger.
 std::filesystem::path desk_state_folder(const Config& config, const std::string& desk_name);
+
+/// The text of a desk's /approvals: each waiting call, its id, what it is and when it
+/// expires, and how to decide it (daemon_api.cpp).
+std::string describe_waiting_approvals(const std::vector<egress::PendingApproval>& waiting, Clock::TimePoint now);
 
 /// What a desk is assembled from: the daemon fills it from deskd.toml, `deskd run` from its
 /// command line (runner/app/desk_tool_options.h), so both build the very same desk.

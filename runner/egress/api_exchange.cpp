@@ -18,6 +18,8 @@
 #include "base/asio_await.h"
 #include "base/ascii_text.h"
 #include "policy/egress_allowlist.h"
+#include "runner/events/event_kinds.h"
+#include "runner/events/india_time.h"
 #include "runner/egress/api_gate.h"
 #include "runner/egress/api_request.h"
 
@@ -98,7 +100,7 @@ struct GateExchange {
     auto data = event_data(entry);
     data["outcome"] = entry.outcome;
     data["status"] = entry.status;
-    if (settings().events) settings().events("API_CALL", std::move(data));
+    if (settings().events) settings().events(desk::event_kind::kApiCall, std::move(data));
   }
 
   // What the rules say, under the gate's lock (the books count).
@@ -238,7 +240,12 @@ awaitable<void> serve_requests(GateExchange& exchange, Stream& stream, boost::be
     auto head = co_await (http::async_read_header(stream, buffer, parser, kAwait) || expire_after(settings.idle_timeout));
     if (head.index() == 1) co_return;
     if (auto [error, got] = std::get<0>(head); error) {
-      if (error != http::error::end_of_stream && error != asio::error::eof && error != ssl::error::stream_truncated) {
+      // Beast checks a declared length against the bound as it reads the head.
+      if (error == http::error::body_limit) {
+        co_await send_response(stream, gate_response(413, "the body is too large to check", spec.name, "",
+                                                     "over " + std::to_string(spec.maximum_body_bytes) + " bytes", false));
+      } else if (error != http::error::end_of_stream && error != asio::error::eof &&
+                 error != ssl::error::stream_truncated) {
         co_await send_response(stream, gate_response(400, "not an HTTP/1.1 request deskd can read", spec.name, "",
                                                      error.message(), false));
       }
@@ -331,10 +338,10 @@ awaitable<void> serve_requests(GateExchange& exchange, Stream& stream, boost::be
           [&](const PendingApproval& published) {
             entry.approval = published.id;
             if (!settings.events) return;
-            settings.events("API_CALL_AWAITING_APPROVAL",
+            settings.events(desk::event_kind::kApiCallAwaitingApproval,
                             {{"approval", published.id}, {"api", published.api}, {"method", published.method},
                              {"url", published.url}, {"summary", published.summary}, {"sha256", published.sha256},
-                             {"rule", published.rule},
+                             {"rule", published.rule}, {"expires_at", desk::iso8601_india(published.expires_at)},
                              {"expires_in_seconds", static_cast<std::int64_t>(spec.approval_timeout.count())}});
           });
       std::string why;

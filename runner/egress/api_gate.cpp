@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/random_id.h"
+#include "runner/events/event_kinds.h"
 
 namespace deskd::egress {
 namespace {
@@ -169,7 +170,7 @@ void ApiGate::report_refusal(boost::json::object data) {
     unreported_ = 0;
   }
   if (unreported > 0) data["unreported_before"] = unreported;
-  if (settings_.events) settings_.events("API_REFUSED", std::move(data));
+  if (settings_.events) settings_.events(desk::event_kind::kApiRefused, std::move(data));
 }
 
 }  // namespace deskd::egress
