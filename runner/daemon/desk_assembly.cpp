@@ -165,8 +165,8 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   input.approvals = desk->approvals;
   // The daemon's clock outlives every desk.
   input.clock = std::shared_ptr<const Clock>(&clock, [](const Clock*) {});
-  input.api_events = [&bus, name = desk_config.name](std::string_view kind, boost::json::object data) {
-    bus.publish(name, std::string(kind), std::move(data));
+  input.api_events = [&bus, name = desk_config.name](const std::string& kind, boost::json::object data) {
+    bus.publish(name, kind, std::move(data));
   };
   auto spec = assemble_desk_sandbox(executor, input);
   if (!spec.ok()) return std::move(spec).error();

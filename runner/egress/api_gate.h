@@ -56,7 +56,7 @@ struct GatedApi {
 };
 
 /// Publishes one of the gate's events (API_CALL, API_REFUSED, API_CALL_AWAITING_APPROVAL).
-using ApiEventSink = std::function<void(std::string_view kind, boost::json::object data)>;
+using ApiEventSink = std::function<void(const std::string& kind, boost::json::object data)>;
 
 /// At most this many API_REFUSED events a minute; the rest are counted in the next one.
 inline constexpr std::uint64_t kApiRefusalReportsPerMinute = 60;

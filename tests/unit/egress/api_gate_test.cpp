@@ -136,8 +136,8 @@ class ApiGateTest : public ::testing::Test {
       moment.india_day = std::chrono::duration_cast<std::chrono::days>((now + std::chrono::minutes(330)).time_since_epoch()).count();
       return moment;
     };
-    settings.events = [this](std::string_view kind, boost::json::object data) {
-      events_.emplace_back(std::string(kind), std::move(data));
+    settings.events = [this](const std::string& kind, boost::json::object data) {
+      events_.emplace_back(kind, std::move(data));
     };
     gate_ = ApiGate::create(std::move(settings)).value();
     asio::co_spawn(io_, accept_for_gate(), asio::detached);
