@@ -19,8 +19,9 @@ Result<std::string> read_key(const policy::ApiSpec& api, const policy::ApiCreden
   std::error_code error;
   const auto size = std::filesystem::file_size(credential.key_file, error);
   if (error) {
-    return Error::make(ErrorCode::invalid_argument, "API " + api.name + ": the key file " +
-                                                        credential.key_file.string() + " cannot be read: " + error.message());
+    return Error::make(
+        ErrorCode::invalid_argument,
+        "API " + api.name + ": the key file " + credential.key_file.string() + " cannot be read: " + error.message());
   }
   if (size > kMaximumKeyFileBytes) {
     return Error::make(ErrorCode::invalid_argument,
@@ -145,7 +146,8 @@ std::optional<std::string> ApiGate::placeholder_in(std::string_view bytes) const
 std::vector<std::string> ApiGate::environment() const {
   std::vector<std::string> entries;
   for (const auto& api : apis_) {
-    for (const auto& credential : api.credentials) entries.push_back(credential.config.variable + "=" + credential.placeholder);
+    for (const auto& credential : api.credentials)
+      entries.push_back(credential.config.variable + "=" + credential.placeholder);
   }
   return entries;
 }

@@ -75,10 +75,10 @@ struct ApiGateSettings {
   std::shared_ptr<const Clock> clock;
   ApiEventSink events;
   std::chrono::milliseconds handshake_timeout{10'000};
-  std::chrono::milliseconds request_timeout{30'000};   ///< a request's head and body
-  std::chrono::milliseconds idle_timeout{120'000};     ///< a kept-alive connection with no request
-  std::chrono::milliseconds connect_timeout{10'000};   ///< upstream, each address
-  std::chrono::milliseconds response_timeout{120'000}; ///< upstream's whole response
+  std::chrono::milliseconds request_timeout{30'000};    ///< a request's head and body
+  std::chrono::milliseconds idle_timeout{120'000};      ///< a kept-alive connection with no request
+  std::chrono::milliseconds connect_timeout{10'000};    ///< upstream, each address
+  std::chrono::milliseconds response_timeout{120'000};  ///< upstream's whole response
 };
 
 /// The placeholder for `variable`: worthless anywhere but in this desk's gate.
@@ -124,7 +124,7 @@ class ApiGate {
   std::vector<GatedApi> apis_;
   std::shared_ptr<DeskAuthority> authority_;
   std::mutex rules_mutex_;
-  std::vector<policy::ApiRuleBook> rule_books_;  ///< one per API, same order
+  std::vector<policy::ApiRuleBook> rule_books_;                           ///< one per API, same order
   std::vector<std::shared_ptr<boost::asio::ssl::context>> upstream_tls_;  ///< one per API
   std::mutex report_mutex_;
   std::chrono::steady_clock::time_point window_start_{};

@@ -43,8 +43,9 @@ std::string percent_encoded(std::string_view text) {
 // OpenSSL's base64 (EVP_EncodeBlock): the well-kept one already linked.
 std::string base64(std::string_view bytes) {
   std::string encoded(4 * ((bytes.size() + 2) / 3), '\0');
-  const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
-                                      reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  const int written =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
+                      reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
   encoded.resize(written < 0 ? 0 : static_cast<std::size_t>(written));
   return encoded;
 }
@@ -52,8 +53,9 @@ std::string base64(std::string_view bytes) {
 std::optional<std::string> unbase64(std::string_view text) {
   if (text.empty() || text.size() % 4 != 0) return std::nullopt;
   std::string decoded(3 * text.size() / 4, '\0');
-  const int written = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
-                                      reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  const int written =
+      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                      reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
   if (written < 0) return std::nullopt;
   std::size_t size = static_cast<std::size_t>(written);
   // EVP_DecodeBlock counts the padding's zero bytes.
@@ -156,9 +158,11 @@ Result<ApiHttpRequest> prepare_upstream_request(ApiHttpRequest request, const Ga
     if (credential.config.placement != policy::CredentialPlacement::query) continue;
     const std::string wanted = credential.config.name + "=";
     const auto query = target.find('?');
-    const bool present = query != std::string::npos &&
-                         (target.find("?" + wanted) != std::string::npos || target.find("&" + wanted) != std::string::npos);
-    if (!present) target += (query == std::string::npos ? "?" : "&") + credential.config.name + "=" + percent_encoded(credential.key);
+    const bool present = query != std::string::npos && (target.find("?" + wanted) != std::string::npos ||
+                                                        target.find("&" + wanted) != std::string::npos);
+    if (!present)
+      target +=
+          (query == std::string::npos ? "?" : "&") + credential.config.name + "=" + percent_encoded(credential.key);
   }
   request.target(target);
 

@@ -95,7 +95,8 @@ class ApiGateTest : public ::testing::Test {
     credential.name = "Authorization";
     credential.template_text = "token {key}";
     api.credentials = {credential};
-    api.added_fields = {policy::ApiAddedField{policy::ApiAddedField::Kind::header, "X-Algo-Id", "ALGO-42", {"POST"}, "/orders/**"}};
+    api.added_fields = {
+        policy::ApiAddedField{policy::ApiAddedField::Kind::header, "X-Algo-Id", "ALGO-42", {"POST"}, "/orders/**"}};
     policy::ApiRule quotes;
     quotes.name = "quotes";
     quotes.methods = {"GET"};
@@ -131,9 +132,11 @@ class ApiGateTest : public ::testing::Test {
       const auto since_midnight = (now + std::chrono::minutes(330)).time_since_epoch() % std::chrono::days(1);
       policy::ApiMoment moment;
       moment.now = now;
-      moment.india_minute_of_day = static_cast<int>(std::chrono::duration_cast<std::chrono::minutes>(since_midnight).count());
+      moment.india_minute_of_day =
+          static_cast<int>(std::chrono::duration_cast<std::chrono::minutes>(since_midnight).count());
       moment.trading_day = true;
-      moment.india_day = std::chrono::duration_cast<std::chrono::days>((now + std::chrono::minutes(330)).time_since_epoch()).count();
+      moment.india_day =
+          std::chrono::duration_cast<std::chrono::days>((now + std::chrono::minutes(330)).time_since_epoch()).count();
       return moment;
     };
     settings.events = [this](const std::string& kind, boost::json::object data) {
@@ -176,7 +179,8 @@ class ApiGateTest : public ::testing::Test {
       auto [error, socket] = co_await gate_acceptor_.async_accept(kAwait);
       if (error) co_return;
       const auto* api = gate_->api_for("broker.test", upstream_port_);
-      asio::co_spawn(io_, gate_->serve(std::move(socket), *api, gate_->origin_for(*api, "broker.test", upstream_port_), ""),
+      asio::co_spawn(io_,
+                     gate_->serve(std::move(socket), *api, gate_->origin_for(*api, "broker.test", upstream_port_), ""),
                      asio::detached);
     }
   }
@@ -217,7 +221,8 @@ class ApiGateTest : public ::testing::Test {
         io_,
         [&]() -> awaitable<Response> {
           Response response;
-          if (auto [error, written] = co_await http::async_write(*desk.stream, request, kAwait); error) co_return response;
+          if (auto [error, written] = co_await http::async_write(*desk.stream, request, kAwait); error)
+            co_return response;
           (void)co_await http::async_read(*desk.stream, desk.buffer, response, kAwait);
           co_return response;
         },
@@ -313,7 +318,8 @@ TEST_F(ApiGateTest, AnAskedRequestGoesOnlyOnceApprovedAndADeniedOneNever) {
     return asio::co_spawn(
         io_,
         [this, approve]() -> awaitable<void> {
-          for (int tries = 0; tries < 400 && board_->pending().empty(); ++tries) co_await expire_after(std::chrono::milliseconds(5));
+          for (int tries = 0; tries < 400 && board_->pending().empty(); ++tries)
+            co_await expire_after(std::chrono::milliseconds(5));
           if (!board_->pending().empty()) (void)board_->decide(board_->pending().front().id, approve, "tester");
         },
         asio::use_future);
