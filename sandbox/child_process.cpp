@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "sandbox/child_failure.h"
+#include "sandbox/listener_handover.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -27,6 +28,7 @@ namespace {
 // moves it) and where deskd-init's spec and image end up.
 struct ChildState {
   int failure_fd = -1;
+  int refusal_channel_fd = -1;  ///< listener_handover.h; -1 without one
   int spec_fd = -1;
   int image_fd = -1;
 };
@@ -130,7 +132,8 @@ StepResult start_session(const ChildContext&, ChildState&) {
 // past the desk's RLIMIT_NOFILE. Once installed, the sandbox holds only a few low numbers.
 StepResult install_descriptors(const ChildContext& context, ChildState& state) {
   const int commands = static_cast<int>(context.descriptors.size());
-  const int total = commands + 3;
+  const bool has_channel = context.refusal_channel_fd >= 0;
+  const int total = commands + 3 + (has_channel ? 1 : 0);
   int sources[64 + 3];
   if (commands > 64) return {"install the descriptors", "", EMFILE};
   // Anything that dup2 is about to overwrite is first moved above the targets.
@@ -138,10 +141,11 @@ StepResult install_descriptors(const ChildContext& context, ChildState& state) {
   if (failure < 0) return step_failed("move the failure pipe aside");
   state.failure_fd = failure;
   for (int index = 0; index < total; ++index) {
-    int source = index < commands ? context.descriptors[static_cast<std::size_t>(index)]
+    int source = index < commands        ? context.descriptors[static_cast<std::size_t>(index)]
                  : index == commands     ? context.init_spec_fd
                  : index == commands + 1 ? failure
-                                         : context.init_image_fd;
+                 : index == commands + 2 ? context.init_image_fd
+                                         : context.refusal_channel_fd;
     if (source >= 0 && source < total) {
       source = ::fcntl(source, F_DUPFD_CLOEXEC, total);
       if (source < 0) return step_failed("move a descriptor aside");
@@ -158,6 +162,11 @@ StepResult install_descriptors(const ChildContext& context, ChildState& state) {
   }
   // The spec and the failure pipe cross into deskd-init; its image needs no descriptor there.
   if (::fcntl(commands + 2, F_SETFD, FD_CLOEXEC) != 0) return step_failed("mark deskd-init's image");
+  // The seccomp listener's channel is closed before the exec; close-on-exec in case.
+  if (has_channel) {
+    if (::fcntl(commands + 3, F_SETFD, FD_CLOEXEC) != 0) return step_failed("mark the seccomp listener's channel");
+    state.refusal_channel_fd = commands + 3;
+  }
   state.spec_fd = commands;
   state.image_fd = commands + 2;
   return step_succeeded();
@@ -178,13 +187,41 @@ StepResult give_up_privileges(const ChildContext& context, ChildState&) {
 
 StepResult restrict_paths(const ChildContext& context, ChildState&) { return apply_landlock(*context.landlock); }
 
+// The reporting filter with its listener: handed to deskd at once and closed here, so that
+// no process of the desk holds it. 1: installed and handed over; 0: the kernel has no user
+// notification (or a listener is already in the chain: EBUSY), so nothing was installed.
+int install_reporting_filter(const ChildContext& context, ChildState& state, StepResult& failed) {
+  const int listener = context.reporting_seccomp->install_with_listener();
+  if (listener < 0) {
+    if (errno == EINVAL || errno == EBUSY || errno == EOPNOTSUPP) return 0;
+    failed = step_failed("install the seccomp filter with its listener");
+    return -1;
+  }
+  const int sent = send_listener(state.refusal_channel_fd, listener);
+  // The filter is in place and its listener must reach deskd: without it every refused
+  // call would get ENOSYS instead of EPERM. Fail closed.
+  if (sent != 0) failed = step_failed("hand the seccomp listener to deskd");
+  ::close(listener);
+  return sent == 0 ? 1 : -1;
+}
+
 // The profile refuses seccomp(2) itself, so the stacked filter goes first.
-StepResult install_seccomp_filters(const ChildContext& context, ChildState&) {
+StepResult install_seccomp_filters(const ChildContext& context, ChildState& state) {
   if (context.memory_pinning_filter != nullptr &&
       ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, context.memory_pinning_filter) != 0) {
     return step_failed("install the seccomp filter against memory held outside RLIMIT_AS");
   }
-  if (context.seccomp->install() != 0) return step_failed("install the seccomp filter");
+  int reporting = 0;
+  StepResult failed = step_succeeded();
+  if (context.reporting_seccomp != nullptr && state.refusal_channel_fd >= 0) {
+    reporting = install_reporting_filter(context, state, failed);
+  }
+  if (state.refusal_channel_fd >= 0) {
+    ::close(state.refusal_channel_fd);
+    state.refusal_channel_fd = -1;
+  }
+  if (reporting < 0) return failed;
+  if (reporting == 0 && context.seccomp->install() != 0) return step_failed("install the seccomp filter");
   return step_succeeded();
 }
 

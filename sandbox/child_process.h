@@ -40,6 +40,12 @@ struct ChildContext {
   const std::vector<MountStep>* mount_steps = nullptr;
   const LandlockPlan* landlock = nullptr;
   const SeccompProgram* seccomp = nullptr;
+  /// With refusals reported: `seccomp` with its refusals sent to a listener
+  /// (SeccompProgram::with_refusals_notified), installed instead of it when the kernel
+  /// takes SECCOMP_FILTER_FLAG_NEW_LISTENER, the listener going over `refusal_channel_fd`
+  /// (listener_handover.h). nullptr and -1 otherwise.
+  const SeccompProgram* reporting_seccomp = nullptr;
+  int refusal_channel_fd = -1;
   /// Installed before `seccomp` where no cgroup counts the sandbox's memory
   /// (memory_pinning_filter.h); nullptr otherwise.
   const sock_fprog* memory_pinning_filter = nullptr;

@@ -17,6 +17,7 @@
 #include "base/unique_fd.h"
 #include "sandbox/host_support_internal.h"
 #include "sandbox/landlock_rules.h"
+#include "sandbox/seccomp_notification.h"
 
 namespace deskd::sandbox {
 
@@ -204,6 +205,34 @@ SupportCheck check_mount_setattr() {
   return missing(name, true, diagnose_system_call("mount_setattr", error_number, 512, "use Linux 5.12 or newer"));
 }
 
+// Whether deskd can tell refused system calls (seccomp_notification.h): without user
+// notification the filter answers as it always did, and nobody hears of the refusal.
+SupportCheck check_syscall_refusal_reports() {
+  const std::string name = "syscall refusal reports";
+  if (seccomp_user_notification_available()) {
+    return available(name, false, "refused system calls are reported (seccomp user notification)");
+  }
+  return missing(name, false, "refusals of system calls are not reported: the kernel has no seccomp user notification",
+                 "use Linux 5.0 or newer");
+}
+
+// Landlock's audit records (ABI 7, Linux 6.15) are the only way deskd could hear of a
+// Landlock refusal; this deskd does not read them yet (see REFUSED in event_kinds.h).
+SupportCheck check_landlock_refusal_reports() {
+  const std::string name = "landlock refusal reports";
+  const LandlockSupport probe = probe_landlock();
+  if (probe.abi < 7) {
+    return missing(name, false,
+                   "Landlock refusals are not reported on this kernel (Landlock ABI " + std::to_string(probe.abi) +
+                       "; audit records need ABI 7, Linux 6.15)",
+                   "use Linux 6.15 or newer");
+  }
+  return missing(name, false,
+                 "Landlock refusals are not reported: this deskd does not read Landlock's audit records yet; "
+                 "refused writes show only as the command's own EACCES or EROFS",
+                 "none yet: a later deskd reads them (root deskd, audit log)");
+}
+
 }  // namespace
 
 std::vector<SupportCheck> check_host_support() {
@@ -216,6 +245,8 @@ std::vector<SupportCheck> check_host_support() {
   checks.push_back(check_openat2());
   checks.push_back(check_pidfd());
   checks.push_back(check_mount_setattr());
+  checks.push_back(check_syscall_refusal_reports());
+  checks.push_back(check_landlock_refusal_reports());
   return checks;
 }
 

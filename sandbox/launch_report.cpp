@@ -77,7 +77,10 @@ Result<SandboxedProcess> StartingSandbox::finish() && {
     received += static_cast<std::size_t>(count);
   }
   report_.reset();
-  if (received == 0) return std::move(process_);
+  if (received == 0) {
+    handover_.complete();
+    return std::move(process_);
+  }
   process_.close();
   if (received < sizeof failure) {
     return Error::make(ErrorCode::internal, "The sandbox could not be set up: its child sent a truncated report.");

@@ -28,6 +28,13 @@ const SeccompProgram& shared_seccomp_program() {
   return program;
 }
 
+// The same program with its refusals sent to a listener, for desks whose refusals deskd
+// reports (seccomp_notification.h).
+const SeccompProgram& shared_reporting_program() {
+  static const SeccompProgram program = shared_seccomp_program().with_refusals_notified();
+  return program;
+}
+
 // With a cgroup, processes and memory are limited for the desk as a whole (all its sandboxes); the rlimits
 // would count per host uid (RLIMIT_NPROC) or per process (RLIMIT_AS) instead.
 std::vector<ResourceLimit> plan_limits(const ResourceLimits& limits, bool has_cgroup) {
@@ -115,6 +122,9 @@ struct Launch {
   bool joins_v1_cgroup = false;
   Pipe sync;
   Pipe failures;
+  /// The seccomp listener's way to deskd (listener_handover.h), and the child's end of it.
+  ListenerHandover handover;
+  UniqueFd refusal_channel_child;
   /// A v2 cgroup the clone could not start the child in: start() moves it there.
   bool place_after_clone = false;
 };
@@ -226,6 +236,15 @@ Result<void> make_pipes(Launch& launch) {
   return success();
 }
 
+Result<void> make_listener_channel(const SandboxSpec& spec, Launch& launch) {
+  DESKD_ASSIGN_OR_RETURN(launch.handover, make_listener_handover(spec.refusals, launch.refusal_channel_child));
+  if (launch.refusal_channel_child) {
+    launch.context.refusal_channel_fd = launch.refusal_channel_child.get();
+    launch.context.reporting_seccomp = &shared_reporting_program();
+  }
+  return success();
+}
+
 // Makes the child, which starts at run_sandbox_child, and drops what it now holds for itself.
 Result<SandboxedProcess> clone_sandbox(const SandboxSpec& spec, ChildMaking making, Launch& launch,
                                        SharedMemoryChild& shared) {
@@ -255,6 +274,7 @@ Result<SandboxedProcess> clone_sandbox(const SandboxSpec& spec, ChildMaking maki
   launch.init_spec.reset();
   launch.egress.relay.reset();       // the sandbox's init holds it now
   launch.cgroup_join_files.clear();  // the child holds its own copies
+  launch.refusal_channel_child.reset();
   // A v2 cgroup without clone3 (kernels before 5.7 lack CLONE_INTO_CGROUP): placed by
   // start(), before the child is woken up.
   launch.place_after_clone = launch.cgroup && !launch.joins_v1_cgroup && (raw_pidfd < 0 || cgroup_fd < 0);
@@ -307,13 +327,14 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   DESKD_RETURN_IF_ERROR(fill_child_context(spec, streams, init_image, launch));
   DESKD_RETURN_IF_ERROR(open_cgroup_joins(launch));
   DESKD_RETURN_IF_ERROR(make_pipes(launch));
+  DESKD_RETURN_IF_ERROR(make_listener_channel(spec, launch));
   // Declared before the process, so that they go after it: dropping the process kills and
   // reaps the child, which may be running on this stack, in this memory.
   SharedMemoryChild shared;
   DESKD_ASSIGN_OR_RETURN(SandboxedProcess process, clone_sandbox(spec, making, launch, shared));
   DESKD_RETURN_IF_ERROR(place_in_cgroup(launch, process));
   DESKD_RETURN_IF_ERROR(wake_child(launch, process));
-  StartingSandbox starting(std::move(process), std::move(launch.failures.read_end));
+  StartingSandbox starting(std::move(process), std::move(launch.failures.read_end), std::move(launch.handover));
   if (!shared.stack) return starting;
   // The child reads `launch` until it has executed: the set-up ends here.
   DESKD_ASSIGN_OR_RETURN(SandboxedProcess running, std::move(starting).finish());

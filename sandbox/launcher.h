@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "sandbox/listener_handover.h"
 #include "sandbox/sandbox_spec.h"
 #include "sandbox/sandboxed_process.h"
 
@@ -42,7 +43,8 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec,
 /// calls finish(). Dropping it unfinished kills and reaps the sandbox.
 class StartingSandbox {
  public:
-  StartingSandbox(SandboxedProcess process, UniqueFd report) : process_(std::move(process)), report_(std::move(report)) {}
+  StartingSandbox(SandboxedProcess process, UniqueFd report, ListenerHandover handover = {})
+      : process_(std::move(process)), report_(std::move(report)), handover_(std::move(handover)) {}
 
   /// The host pid of the sandbox's init.
   pid_t pid() const { return process_.pid(); }
@@ -61,6 +63,7 @@ class StartingSandbox {
  private:
   SandboxedProcess process_;
   UniqueFd report_;
+  ListenerHandover handover_;  // the desk's seccomp listener, taken once the child has executed
 };
 
 /// launch_sandboxed without waiting for the child's set-up: the same checks, the same

@@ -20,6 +20,7 @@
 #include "sandbox/desk_cgroup.h"
 #include "sandbox/egress_relay.h"
 #include "sandbox/host_view.h"
+#include "sandbox/refusal_report.h"
 
 namespace deskd::sandbox {
 
@@ -142,6 +143,9 @@ struct SandboxSpec {
   /// (bash, subagents' bashes, the file opener) live under it and share `limits`. A spec
   /// built anew is a desk of its own.
   std::shared_ptr<DeskCgroupSlot> desk_cgroup = std::make_shared<DeskCgroupSlot>();
+  /// Where the desk's enforcers tell their refusals (refusal_report.h), shared by every copy
+  /// of this spec; null: nobody is told (deskd sandbox, tests), and refused calls simply fail.
+  std::shared_ptr<RefusalReporter> refusals{};
   /// The complete environment of the sandboxed command, as NAME=value.
   std::vector<std::string> environment{};
   std::string hostname = "deskd";

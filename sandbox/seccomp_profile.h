@@ -54,6 +54,16 @@ class SeccompProgram {
   /// the child between clone and exec. Returns 0, or -1 with errno set.
   int install() const;
 
+  /// The same program, but every call it refuses with EPERM goes to a listener instead
+  /// (SECCOMP_RET_USER_NOTIF), for deskd to answer with that EPERM and record
+  /// (seccomp_notification.h). clone3's ENOSYS and unknown calls' ENOSYS stay as they are:
+  /// they are answers, not refusals, and clone3 is on every fork's path.
+  SeccompProgram with_refusals_notified() const;
+
+  /// Installs the program with SECCOMP_FILTER_FLAG_NEW_LISTENER. Async-signal-safe. Returns
+  /// the listener, or -1 with errno set (EINVAL: the kernel has no user notification).
+  int install_with_listener() const;
+
  private:
   SeccompProgram() = default;
   std::vector<sock_filter> instructions_;

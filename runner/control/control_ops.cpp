@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <deque>
 
 #include "runner/control/control_service.h"
 
@@ -179,6 +180,29 @@ void answer_ledger(ControlService& service, const ControlRequest& request, const
                  });
 }
 
+// The newest REFUSED events the daemon keeps (EventHistory), oldest first: read a page at a
+// time, so that the walk never copies the whole history at once.
+Result<json::object> answer_refusals(ControlService& service, const ControlRequest& request, const std::string&) {
+  constexpr std::size_t kRefusalsShown = 200;
+  constexpr std::size_t kPageBytes = std::size_t{1} << 20;
+  std::deque<json::object> kept;
+  std::optional<std::uint64_t> after;
+  for (;;) {
+    EventHistory::Replay page = service.replay(request.desk.value_or(""), after, kPageBytes);
+    for (const desk::Event& event : page.events) {
+      if (event.kind != desk::event_kind::kRefused) continue;
+      kept.push_back(desk::to_json(event));
+      if (kept.size() > kRefusalsShown) kept.pop_front();
+    }
+    if (!page.more || page.events.empty()) break;
+    after = desk::event_sequence_number(page.events.back().id);
+    if (!after) break;
+  }
+  json::array list;
+  for (json::object& event : kept) list.push_back(std::move(event));
+  return json::object{{"refusals", std::move(list)}};
+}
+
 // clang-format off
 // In the protocol's order (a test checks that the two lists agree).
 constexpr ControlOp kOperations[] = {
@@ -196,6 +220,7 @@ constexpr ControlOp kOperations[] = {
     {op::kApprove,   OpAnswer::now,      answer_approve,   nullptr},
     {op::kDeny,      OpAnswer::now,      answer_deny,      nullptr},
     {op::kLedger,    OpAnswer::later,    nullptr,          answer_ledger},
+    {op::kRefusals,  OpAnswer::now,      answer_refusals,  nullptr},
 };
 // clang-format on
 

@@ -56,7 +56,8 @@ enum OpNeeds : unsigned {
   OPERATION(kApprovals, "approvals", kNeedsNothing)  /* every desk's without "desk" */ \
   OPERATION(kApprove,   "approve",   kNeedsApproval) \
   OPERATION(kDeny,      "deny",      kNeedsApproval) \
-  OPERATION(kLedger,    "ledger",    kNeedsDesk)     /* optional "since", "verify" */
+  OPERATION(kLedger,    "ledger",    kNeedsDesk)     /* optional "since", "verify" */ \
+  OPERATION(kRefusals,  "refusals",  kNeedsNothing)  /* every desk's without "desk" */
 // clang-format on
 
 /// An operation of the protocol.

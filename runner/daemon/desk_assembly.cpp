@@ -105,13 +105,36 @@ void add_subagent_tool(boost::asio::any_io_executor executor, const DeskConfig& 
 
 }  // namespace
 
-egress::RefusalSink network_refusal_publisher(desk::EventBus& bus, std::string desk_name) {
-  return [&bus, desk_name = std::move(desk_name)](const egress::EgressRefusal& refusal) {
+// NETWORK_REFUSED stays as it was (its readers and its own rate limit are older than
+// REFUSED); the refusal is also told to the desk's recorder, so that `deskctl refusals` and
+// the tool result see every enforcer alike. Both are capped, so neither floods.
+egress::RefusalSink network_refusal_publisher(desk::EventBus& bus, std::string desk_name,
+                                              std::shared_ptr<sandbox::RefusalReporter> reporter) {
+  return [&bus, desk_name = std::move(desk_name),
+          reporter = std::move(reporter)](const egress::EgressRefusal& refusal) {
     boost::json::object data{{"host", refusal.host}, {"port", refusal.port}, {"why", refusal.why}};
     if (refusal.unreported_before > 0) data["unreported_before"] = refusal.unreported_before;
     bus.publish(desk_name, desk::event_kind::kNetworkRefused, std::move(data));
+    if (reporter) {
+      reporter->record(sandbox::Refusal{sandbox::Enforcer::egress, refusal.host + ":" + std::to_string(refusal.port),
+                                        "", refusal.why, std::nullopt});
+    }
   };
 }
+
+namespace {
+
+// API_REFUSED as the gate publishes it, told to the recorder too (see above).
+void record_api_refusal(sandbox::RefusalReporter& reporter, const boost::json::object& data) {
+  const auto text = [&](const char* field) {
+    const boost::json::value* value = data.if_contains(field);
+    return value != nullptr && value->is_string() ? std::string(value->as_string()) : std::string();
+  };
+  reporter.record(sandbox::Refusal{sandbox::Enforcer::api_gate, text("api") + " " + text("method") + " " + text("url"),
+                                   "", text("why"), std::nullopt});
+}
+
+}  // namespace
 
 std::filesystem::path desk_state_folder(const Config& config, const std::string& desk_name) {
   return config.runner.state_folder / "desks" / desk_name;
@@ -144,6 +167,7 @@ Result<sandbox::SandboxSpec> assemble_desk_sandbox(boost::asio::any_io_executor 
     if (!made.ok()) return step_failed("setting up the API gate", made.error());
     gate = std::move(made).value();
   }
+  spec->refusals = input.refusal_reporter;
   auto proxied = egress::attach_egress_proxy(*spec, executor, input.refusals, std::move(gate));
   if (!proxied.ok()) return step_failed("setting up the egress proxy", proxied.error());
   return spec;
@@ -160,12 +184,16 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   if (error)
     return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
 
-  if (!input.refusals) input.refusals = network_refusal_publisher(bus, desk_config.name);
+  desk->refusals = desk::DeskRefusalRecorder::create(executor, bus, desk_config.name, clock);
+  input.refusal_reporter = desk->refusals;
+  if (!input.refusals) input.refusals = network_refusal_publisher(bus, desk_config.name, desk->refusals);
   desk->approvals = std::make_shared<egress::ApprovalBoard>(desk_config.name);
   input.approvals = desk->approvals;
   // The daemon's clock outlives every desk.
   input.clock = std::shared_ptr<const Clock>(&clock, [](const Clock*) {});
-  input.api_events = [&bus, name = desk_config.name](const std::string& kind, boost::json::object data) {
+  input.api_events = [&bus, name = desk_config.name, recorder = desk->refusals](const std::string& kind,
+                                                                                boost::json::object data) {
+    if (kind == desk::event_kind::kApiRefused) record_api_refusal(*recorder, data);
     bus.publish(name, kind, std::move(data));
   };
   auto spec = assemble_desk_sandbox(executor, input);

@@ -19,6 +19,7 @@
 #include "runner/daemon/desk_ids.h"
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/market_status.h"
+#include "runner/desk/refusal_recorder.h"
 #include "runner/desk/schedule.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/skill_library.h"
@@ -37,6 +38,8 @@ struct AssembledDesk {
   /// Declared first, so destroyed last: the mounts go once every sandbox of the desk has.
   sandbox::PlacesQuotaMounts quota_mounts;
   std::string model_description;  ///< "script", "anthropic:claude-..."
+  /// Every enforcer's refusals of the desk, as REFUSED events; its sandboxes' specs share it.
+  std::shared_ptr<desk::DeskRefusalRecorder> refusals;
   std::shared_ptr<tools::ProposalStore> proposals;
   std::optional<policy::PathPolicy> path_policy;  ///< the desk's view, for accepting proposals
   std::optional<desk::Journal> journal;
@@ -54,7 +57,10 @@ struct AssembledDesk {
 
 /// Publishes each refusal of a desk's egress proxy on `bus` as NETWORK_REFUSED (data: host,
 /// port, why). `bus` must outlive the proxy's connections.
-egress::RefusalSink network_refusal_publisher(desk::EventBus& bus, std::string desk_name);
+/// With `reporter`, each is also told to it (a REFUSED event, folded and capped with the
+/// desk's other refusals).
+egress::RefusalSink network_refusal_publisher(desk::EventBus& bus, std::string desk_name,
+                                              std::shared_ptr<sandbox::RefusalReporter> reporter = nullptr);
 
 /// The folder that holds a desk's journal, sessions, proposals, usage and API ledger.
 std::filesystem::path desk_state_folder(const Config& config, const std::string& desk_name);
@@ -76,6 +82,8 @@ struct DeskAssemblyInput {
   std::optional<DeskIds> ids = {};
   /// Where the egress proxy's refusals go; by default NETWORK_REFUSED on the desk's bus.
   egress::RefusalSink refusals = {};
+  /// Where every enforcer of the desk tells its refusals (the spec's `refusals`); none: nowhere.
+  std::shared_ptr<sandbox::RefusalReporter> refusal_reporter = {};
   /// For a desk that names APIs: where its gate's requests wait for a person (a board of
   /// its own when none), where its events go (none: not published), and its clock.
   std::shared_ptr<egress::ApprovalBoard> approvals = {};

@@ -7,6 +7,7 @@
 
 #include "base/terminal_text.h"
 #include "runner/control_protocol/control_protocol.h"
+#include "runner/events/event_text.h"
 #include "runner/events/india_time.h"
 
 namespace deskd::control::deskctl {
@@ -123,6 +124,24 @@ int print_proposals_reply(const json::object& reply) {
     const std::string diff = shown_lines(proposal, "diff");
     if (!diff.empty() && text_of(proposal, "status") == "open")
       std::printf("%s%s", diff.c_str(), diff.back() == '\n' ? "" : "\n");
+  }
+  return kOk;
+}
+
+int print_refusals_reply(const json::object& reply) {
+  const json::array& refusals = reply.at("refusals").as_array();
+  if (refusals.empty()) std::puts("No refusals.");
+  for (const auto& value : refusals) {
+    const json::object& event = value.as_object();
+    std::fputs(desk::event_text(event).c_str(), stdout);
+    const json::object* data = event.if_contains("data") ? event.at("data").if_object() : nullptr;
+    if (data == nullptr) continue;
+    std::string more;
+    for (const char* field : {"details", "trigger", "tool_call", "dropped_before"}) {
+      const std::string text = shown(*data, field);
+      if (!text.empty()) more += std::string(more.empty() ? "" : "; ") + field + " " + text;
+    }
+    if (!more.empty()) std::printf("    %s\n", more.c_str());
   }
   return kOk;
 }

@@ -84,12 +84,34 @@ std::string BashSession::State::limits_note(std::string_view printed) {
   }
   ended_hits = {};
   if (met.empty()) return "";
+  report_limits(hits);
   if (live_met) stop();
   ended_hits = {};
   std::string note = "The desk reached " + met.front();
   if (met.size() > 1) note += " and " + met.back();
   return note + ". Its terminal was restarted, so every process it had (background jobs too) has ended and "
                 "the folder and variables are reset.";
+}
+
+// Read where limits_note reads them: after each command (and before the next), from the
+// counters the session reads anyway, rather than an inotify watch of memory.events per
+// desk — one read per command costs nothing more, and a limit met between commands (a
+// background job's) is told with the next command, as its note is.
+void BashSession::State::report_limits(const sandbox::LimitHits& hits) {
+  if (!spec.refusals) return;
+  if (hits.process_limit > 0) {
+    spec.refusals->record(sandbox::Refusal{
+        sandbox::Enforcer::limit, "pids.max " + std::to_string(spec.limits.processes),
+        std::to_string(hits.process_limit) + " forks refused",
+        "the desk may hold at most " + std::to_string(spec.limits.processes) + " processes", std::nullopt});
+  }
+  if (hits.memory_kills > 0) {
+    const std::string limit = spec.limits.memory_bytes ? std::to_string(*spec.limits.memory_bytes) : "max";
+    spec.refusals->record(sandbox::Refusal{sandbox::Enforcer::limit, "memory.max " + limit,
+                                           std::to_string(hits.memory_kills) + " processes killed (oom_kill)",
+                                           "the desk's memory limit was reached and the kernel killed a process",
+                                           std::nullopt});
+  }
 }
 
 awaitable<void> BashSession::State::lock() {
@@ -298,12 +320,19 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
   try {
     // A limit met since the last command (a fork bomb keeps forking after its command
     // returned) restarts the terminal before this one runs, in a sandbox of its own.
+    const std::uint64_t refusals_before = state->spec.refusals ? state->spec.refusals->mark() : 0;
     const std::string before = state->limits_note();
     outcome = co_await state->run_locked(command);
     if (!before.empty()) outcome.output = before + "\n" + outcome.output;
     if (const std::string after = state->limits_note(outcome.output); !after.empty()) {
       if (!outcome.output.empty() && outcome.output.back() != '\n') outcome.output += '\n';
       outcome.output += after;
+    }
+    // What the desk's enforcers refused during the command, so the model need not guess
+    // why it failed (refused calls are answered only after they are recorded).
+    if (state->spec.refusals) {
+      outcome.output =
+          sandbox::with_refusal_lines(std::move(outcome.output), state->spec.refusals->lines_since(refusals_before));
     }
   } catch (const boost::system::system_error& error) {
     // Cancelled (a /stop): the command may still be running, so the terminal is stopped

@@ -82,6 +82,8 @@ struct BashSession::State {
   boost::asio::awaitable<CommandOutcome> run_locked(const std::string& command);
   boost::asio::awaitable<CommandOutcome> finish_after_death();
   std::string limits_note(std::string_view output = {});
+  // Tells the desk's refusal reporter about the limits met (REFUSED, enforcer "limit").
+  void report_limits(const sandbox::LimitHits& hits);
 
   // The sandbox's limit counters when this terminal started (zero: a new cgroup), and
   // where they stood when it was stopped.

@@ -14,11 +14,12 @@ ToolRegistry make_desk_tools(boost::asio::any_io_executor executor, DeskToolSett
   policy::PathPolicy policy(settings.sandbox.confinement);
   // ... and open files inside a sandbox of the desk's own, with its uid, view and rules.
   auto opener = std::make_shared<sandbox::FileOpener>(settings.sandbox);
+  auto refusals = settings.sandbox.refusals;
   auto session = std::make_shared<BashSession>(std::move(executor), std::move(settings.sandbox),
                                                settings.timeout_seconds, settings.maximum_output_characters);
   add_bash_tools(registry, std::move(session));
   add_file_tools(registry, std::move(policy), std::move(settings.proposals), std::move(settings.desk_name),
-                 std::move(opener));
+                 std::move(opener), std::move(refusals));
   return registry;
 }
 

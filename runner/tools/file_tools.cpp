@@ -7,6 +7,7 @@
 
 #include <exception>
 
+#include "policy/path_resolution.h"
 #include "runner/tools/tool_registry.h"
 
 namespace deskd::tools {
@@ -54,10 +55,27 @@ ToolResult FileTool::run_guarded(const boost::json::object& input) const {
   }
 }
 
+ToolResult FileToolContext::policy_failure(const Error& error, std::string_view requested,
+                                           std::string_view access) const {
+  if (error.code != ErrorCode::refused || !refusals) return ToolResult::failure(error.what);
+  const bool hidden = error.what.find("holds secrets") != std::string::npos;
+  sandbox::Refusal refusal{sandbox::Enforcer::path_policy,
+                           std::string(access) + " " + policy::printable_path(requested), "",
+                           hidden ? "hidden paths hold secrets and are never shown to a desk"
+                                  : "desks may write only memory/, notes/, scratch/ and Memory.md of their folder",
+                           std::nullopt};
+  const std::uint64_t mark = refusals->mark();
+  refusals->record(std::move(refusal));
+  return ToolResult::failure(sandbox::with_refusal_lines(error.what, refusals->lines_since(mark)));
+}
+
 void add_file_tools(ToolRegistry& registry, policy::PathPolicy policy, std::shared_ptr<ProposalStore> proposals,
-                    std::string desk_name, std::shared_ptr<const policy::FileSystemCalls> calls) {
-  const auto context = std::make_shared<const FileToolContext>(std::move(policy), std::move(proposals),
-                                                               std::move(desk_name), std::move(calls));
+                    std::string desk_name, std::shared_ptr<const policy::FileSystemCalls> calls,
+                    std::shared_ptr<sandbox::RefusalReporter> refusals) {
+  auto made = std::make_shared<FileToolContext>(std::move(policy), std::move(proposals), std::move(desk_name),
+                                                std::move(calls));
+  made->refusals = std::move(refusals);
+  const std::shared_ptr<const FileToolContext> context = std::move(made);
   // add() refuses only a duplicate name; the registry then keeps the tool added first.
   registry.add(std::make_unique<ReadFileTool>(context));
   registry.add(std::make_unique<WriteFileTool>(context));

@@ -14,6 +14,7 @@
 #include "policy/path_policy.h"
 #include "runner/tools/proposal_store.h"
 #include "runner/tools/tool.h"
+#include "sandbox/refusal_report.h"
 
 namespace boost::asio {
 class thread_pool;
@@ -40,6 +41,13 @@ struct FileToolContext {
   /// One thread for blocking file work (large reads, fsync), so it never stalls the event
   /// loop that runs every desk.
   std::unique_ptr<boost::asio::thread_pool> worker;
+  /// Where the path policy's refusals are told (REFUSED, enforcer "path_policy"); null: nowhere.
+  std::shared_ptr<sandbox::RefusalReporter> refusals;
+
+  /// The result for `error` from the policy's check of `requested` for `access` ("read",
+  /// "write"): its sentence, and when the policy refused, the refusal told to `refusals`
+  /// and named on a last line as bash's are.
+  ToolResult policy_failure(const Error& error, std::string_view requested, std::string_view access) const;
 };
 
 /// Base of the file tools: call() reads nothing itself, runs run() on the context's worker
@@ -152,8 +160,8 @@ class ProposeFileChangeTool final : public FileTool {
 /// proposals (null: propose_file_change refuses); `desk_name` is recorded in each. `calls`
 /// makes their system calls: a desk's own FileOpener; null means deskd's own rights, which
 /// only tests of the tools' logic use.
-void add_file_tools(ToolRegistry& registry, policy::PathPolicy policy,
-                    std::shared_ptr<ProposalStore> proposals, std::string desk_name,
-                    std::shared_ptr<const policy::FileSystemCalls> calls = nullptr);
+void add_file_tools(ToolRegistry& registry, policy::PathPolicy policy, std::shared_ptr<ProposalStore> proposals,
+                    std::string desk_name, std::shared_ptr<const policy::FileSystemCalls> calls = nullptr,
+                    std::shared_ptr<sandbox::RefusalReporter> refusals = nullptr);
 
 }  // namespace deskd::tools

@@ -79,7 +79,7 @@ ToolResult ListDirectoryTool::run(const boost::json::object& input) const {
   const std::string requested = path->value_or(".");
 
   auto resolved = context().policy.readable(requested);
-  if (!resolved.ok()) return detail::failure(resolved.error());
+  if (!resolved.ok()) return context().policy_failure(resolved.error(), requested, "list");
   auto folder = policy::SafeFile::open_directory(*resolved, *context().calls);
   if (!folder.ok()) {
     return detail::failure(detail::opening_error(folder.error(), requested, *resolved, detail::Purpose::list_folder, *context().calls));

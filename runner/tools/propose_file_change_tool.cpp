@@ -71,7 +71,7 @@ ToolResult ProposeFileChangeTool::run(const boost::json::object& input) const {
 
   const auto& policy = context().policy;
   auto resolved = policy.readable(*requested);
-  if (!resolved.ok()) return detail::failure(resolved.error());
+  if (!resolved.ok()) return context().policy_failure(resolved.error(), *requested, "propose");
   if (policy.writable(*requested).ok()) {
     return ToolResult::failure(shown(*requested) + " is in your own writable places; write it with write_file.");
   }

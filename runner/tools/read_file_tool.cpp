@@ -218,7 +218,7 @@ ToolResult ReadFileTool::run(const boost::json::object& input) const {
   if (!limit.ok()) return detail::failure(limit.error());
 
   auto resolved = context().policy.readable(*requested);
-  if (!resolved.ok()) return detail::failure(resolved.error());
+  if (!resolved.ok()) return context().policy_failure(resolved.error(), *requested, "read");
   auto file = policy::SafeFile::open_for_reading(*resolved, *context().calls);
   if (!file.ok()) return detail::failure(detail::opening_error(file.error(), *requested, *resolved, detail::Purpose::read_file, *context().calls));
 

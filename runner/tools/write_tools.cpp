@@ -65,7 +65,7 @@ ToolResult WriteFileTool::run(const boost::json::object& input) const {
   if (!content.ok()) return detail::failure(content.error());
 
   auto resolved = context().policy.writable(*requested);
-  if (!resolved.ok()) return detail::failure(resolved.error());
+  if (!resolved.ok()) return context().policy_failure(resolved.error(), *requested, "write");
   auto written = write(context(), *requested, *resolved, *content);
   if (!written.ok()) return detail::failure(written.error());
   return ToolResult::success("Wrote " + detail::count_of(content->size(), "byte", "bytes") + " to " +
@@ -106,7 +106,7 @@ ToolResult EditFileTool::run(const boost::json::object& input) const {
   }
 
   auto resolved = context().policy.writable(*requested);
-  if (!resolved.ok()) return detail::failure(resolved.error());
+  if (!resolved.ok()) return context().policy_failure(resolved.error(), *requested, "write");
   auto current = policy::SafeFile::read(*resolved, kMaximumFileBytes, *context().calls);
   if (!current.ok()) {
     return detail::failure(

@@ -56,8 +56,9 @@ TEST(HostSupport, ReportsTheChecksInAStableOrder) {
     required.push_back(check.required);
   }
   EXPECT_THAT(names, testing::ElementsAre("user namespaces", "mount namespace", "seccomp", "landlock",
-                                          "cgroup v2 delegation", "openat2", "pidfd", "mount_setattr"));
-  EXPECT_THAT(required, testing::ElementsAre(true, true, true, false, false, false, false, true));
+                                          "cgroup v2 delegation", "openat2", "pidfd", "mount_setattr",
+                                          "syscall refusal reports", "landlock refusal reports"));
+  EXPECT_THAT(required, testing::ElementsAre(true, true, true, false, false, false, false, true, false, false));
 }
 
 TEST(HostSupport, EveryCheckHasADetailAndEveryMissingOneAFix) {
