@@ -143,6 +143,13 @@ Result<void> refuse_seccomp_notice(int listener, const SeccompNotice& notice, in
   return success();
 }
 
+void prefer_synchronous_wake_up(int listener) {
+  // Not in every uapi header yet: linux/seccomp.h of Linux 6.6.
+  constexpr unsigned long kSetFlags = _IOW('!', 4, std::uint64_t);  // SECCOMP_IOCTL_NOTIF_SET_FLAGS
+  constexpr unsigned long kSynchronousWakeUp = 1;                   // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+  (void)::ioctl(listener, kSetFlags, kSynchronousWakeUp);
+}
+
 bool seccomp_notice_still_waiting(int listener, const SeccompNotice& notice) {
   std::uint64_t id = notice.id;
   return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;

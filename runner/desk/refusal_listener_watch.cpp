@@ -71,6 +71,7 @@ class DeskRefusalRecorder::ListenerWatch : public std::enable_shared_from_this<L
 
 void DeskRefusalRecorder::watch_seccomp_listener(UniqueFd listener) {
   if (!listener) return;
+  sandbox::prefer_synchronous_wake_up(listener.get());
   auto watch = std::make_shared<ListenerWatch>(executor_, std::move(listener));
   {
     std::lock_guard lock(mutex_);
