@@ -84,11 +84,10 @@ struct Bench {
     if (reporting) spec->refusals = recorder;
     deskd::tools::BashSession session(context.get_executor(), *spec, 120, 20000);
     session.prepare();  // the terminal's start is not the loop's cost
-    while (context.run_one_for(std::chrono::milliseconds(200)) > 0) {
-    }
+    while (context.run_one_for(std::chrono::milliseconds(200)) > 0) {}
     const double cpu_before = cpu_ns();
-    auto future = asio::co_spawn(context, session.run(self + " --loop " + which + " " + std::to_string(calls)),
-                                 asio::use_future);
+    auto future =
+        asio::co_spawn(context, session.run(self + " --loop " + which + " " + std::to_string(calls)), asio::use_future);
     context.restart();
     while (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
       context.run_one_for(std::chrono::milliseconds(20));
@@ -112,8 +111,10 @@ int main(int argc, char** argv) {
   long calls = 200000;
   int rounds = 5;
   for (int index = 1; index + 1 < argc; index += 2) {
-    if (std::strcmp(argv[index], "--calls") == 0) calls = std::atol(argv[index + 1]);
-    else if (std::strcmp(argv[index], "--rounds") == 0) rounds = std::atoi(argv[index + 1]);
+    if (std::strcmp(argv[index], "--calls") == 0)
+      calls = std::atol(argv[index + 1]);
+    else if (std::strcmp(argv[index], "--rounds") == 0)
+      rounds = std::atoi(argv[index + 1]);
     else {
       std::fprintf(stderr, "usage: refusal_cost_bench [--calls N] [--rounds N]\n");
       return 2;
@@ -141,12 +142,14 @@ int main(int argc, char** argv) {
     const double allowed_off = median(samples[2]), allowed_on = median(samples[3]);
     std::printf("refusal_cost_calls=%ld\nrefusal_cost_rounds=%d\n", calls, rounds);
     std::printf("refusal_cost_refused_plain_ns=%.1f\nrefusal_cost_refused_reported_ns=%.1f\n", refused_off, refused_on);
-    std::printf("refusal_cost_allowed_plain_ns=%.1f\nrefusal_cost_allowed_reporting_ns=%.1f\n", allowed_off, allowed_on);
+    std::printf("refusal_cost_allowed_plain_ns=%.1f\nrefusal_cost_allowed_reporting_ns=%.1f\n", allowed_off,
+                allowed_on);
     std::printf("refusal_cost_deskd_cpu_per_refusal_ns=%.1f\n", median(deskd_cpu));
-    std::printf("# a refused call: %.0f ns reported against %.0f ns plain EPERM (x%.1f); an allowed call: %.0f ns "
-                "with reporting on against %.0f ns off (x%.2f). Medians of %d rounds of %ld calls.\n",
-                refused_on, refused_off, refused_on / refused_off, allowed_on, allowed_off, allowed_on / allowed_off,
-                rounds, calls);
+    std::printf(
+        "# a refused call: %.0f ns reported against %.0f ns plain EPERM (x%.1f); an allowed call: %.0f ns "
+        "with reporting on against %.0f ns off (x%.2f). Medians of %d rounds of %ld calls.\n",
+        refused_on, refused_off, refused_on / refused_off, allowed_on, allowed_off, allowed_on / allowed_off, rounds,
+        calls);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "refusal_cost_bench: %s\n", error.what());
     status = 1;

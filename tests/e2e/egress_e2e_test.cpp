@@ -121,6 +121,11 @@ TEST_F(EgressE2eTest, ANameNotOnTheListIsRefusedWithA403AndAnEvent) {
   EXPECT_EQ(refused[1].at("data").at("port"), 443);
   const DeskctlResult events = daemon.deskctl({"events", "net"});
   EXPECT_THAT(events.output, HasSubstr("network refused other.egress.test:443: not in allowed_hosts"));
+  // The same refusal as every enforcer's (REFUSED), named at the end of the tool result too.
+  EXPECT_THAT(outcomes[0].text, HasSubstr("deskd refused: other.egress.test:80 \u2014 not in allowed_hosts"))
+      << describe(outcomes[0]);
+  const DeskctlResult listed = daemon.deskctl({"refusals", "net"});
+  EXPECT_THAT(listed.output, HasSubstr("refused by egress: other.egress.test:80 \u2014 not in allowed_hosts"));
 }
 
 TEST_F(EgressE2eTest, AnAllowedNameResolvingToAPrivateLoopbackOrMetadataAddressIsRefused) {
