@@ -161,6 +161,40 @@ TEST_P(ServeRefusalsE2eTest, AHundredThousandRefusedCallsLeaveTheJournalAndDeskd
   EXPECT_LE(refused.size(), 4u);
 }
 
+// The limits, from the desk's cgroup's own counters, read after each command. Only where a
+// cgroup counts them: on this hybrid host a root deskd's desks get a v1 cgroup, while an
+// unprivileged deskd has only RLIMIT_NPROC and RLIMIT_AS, whose refusals are the program's
+// own EAGAIN and ENOMEM and leave no counter behind to read.
+TEST_P(ServeRefusalsE2eTest, TheProcessAndMemoryLimitsMetAreRecordsToo) {
+  if (unprivileged()) GTEST_SKIP() << "without a cgroup no counter tells the limits met (RLIMIT_NPROC, RLIMIT_AS)";
+  ServeDaemon daemon({DeskSetup{
+      .name = "one", .script = "", .settings = "", .tables = "[desk.sandbox]\nprocesses = 32\nmemory_mb = 256\n"}});
+  copy_probe_into_desk(daemon.desk_directory("one"), DESKD_PROBE_FORKBOMB);
+  copy_probe_into_desk(daemon.desk_directory("one"), DESKD_PROBE_MEMHOG);
+  std::ofstream(daemon.script_path("one")) << scripted_turn({bash_call("tools/probe_forkbomb 200")})
+                                           << scripted_turn({bash_call("tools/probe_memhog 1024")});
+  if (const auto uid = unprivileged()) daemon.run_as(*uid);
+  start(daemon);
+  const auto forked = run_turn(daemon, "one", "fork");
+  ASSERT_EQ(forked.size(), 1u);
+  EXPECT_THAT(forked[0].text, HasSubstr("deskd refused: pids.max 32 \u2014 the desk may hold at most 32 processes"))
+      << describe(forked[0]);
+  const auto after_fork = refused_in_journal(daemon, "one");
+  const json::object* processes = find_refused(after_fork, "pids.max 32");
+  ASSERT_NE(processes, nullptr);
+  EXPECT_EQ(event_data(*processes, "enforcer"), "limit");
+  EXPECT_FALSE(event_data(*processes, "tool_call").empty());
+  const auto hogged = run_turn(daemon, "one", "hog");
+  ASSERT_EQ(hogged.size(), 1u);
+  const std::string limit = "memory.max " + std::to_string(std::uint64_t{256} << 20);
+  EXPECT_THAT(hogged[0].text, HasSubstr("deskd refused: " + limit)) << describe(hogged[0]);
+  const auto after_hog = refused_in_journal(daemon, "one");
+  const json::object* memory = find_refused(after_hog, limit);
+  ASSERT_NE(memory, nullptr);
+  EXPECT_EQ(event_data(*memory, "enforcer"), "limit");
+  EXPECT_THAT(daemon.deskctl({"refusals", "one"}).output, HasSubstr("refused by limit: " + limit));
+}
+
 INSTANTIATE_TEST_SUITE_P(Daemons, ServeRefusalsE2eTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& parameter) {
                            return std::string(parameter.param ? "UnprivilegedDaemon" : "RootDaemon");
