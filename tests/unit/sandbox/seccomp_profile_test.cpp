@@ -253,6 +253,28 @@ TEST(SeccompProgramTest, EvaluatesAsExpected) {
   EXPECT_EQ(evaluate(program, i386_getpid), kKillProcess);
 }
 
+// With reporting, every refusal (and only a refusal) goes to the listener: the program is
+// the same but for its EPERM answers.
+TEST(SeccompProgramTest, TheReportingProgramNotifiesExactlyWhatThePlainOneRefuses) {
+  const SeccompProgram* built = shared_program();
+  ASSERT_NE(built, nullptr);
+  const SeccompProgram reporting = built->with_refusals_notified();
+  const sock_fprog& plain = *built->program();
+  const sock_fprog& notified = *reporting.program();
+  for (int number : {SYS_getpid, SYS_mount, SYS_ptrace, SYS_bpf, SYS_io_uring_setup, SYS_clone3, 1000, SYS_read}) {
+    const auto expected = evaluate(plain, native_call(number));
+    const auto reported = expected == kEperm ? std::optional<std::uint32_t>(SECCOMP_RET_USER_NOTIF) : expected;
+    EXPECT_EQ(evaluate(notified, native_call(number)), reported) << "system call " << number;
+  }
+  seccomp_data unix_socket = native_call(SYS_socket);
+  unix_socket.args[0] = AF_UNIX;
+  EXPECT_EQ(evaluate(plain, unix_socket), kEperm);
+  EXPECT_EQ(evaluate(notified, unix_socket), SECCOMP_RET_USER_NOTIF);
+  unix_socket.args[0] = AF_INET;
+  EXPECT_EQ(evaluate(notified, unix_socket), kAllow);
+  ASSERT_EQ(reporting.instructions().size(), built->instructions().size());
+}
+
 // Sweeps the argument rules: only the listed low-32-bit values get their answer, whatever
 // the high 32 bits hold, and every other value gets the other answer.
 TEST(SeccompProgramTest, ArgumentRulesHoldForEveryValue) {
