@@ -20,6 +20,34 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// A desk's Python opening a WebSocket to the broker's /ws (RFC 6455, by hand: the handshake,
+// one masked text frame) and printing the status line and the echoed frame.
+std::string websocket_echo(int port) {
+  return "python3 -c \"\nimport base64, os, socket, ssl\n"
+         "tls = ssl.create_default_context().wrap_socket(socket.create_connection(('broker.test', " +
+         std::to_string(port) +
+         "), timeout=30), server_hostname='broker.test')\n"
+         "def exactly(count):\n"
+         "    got = b''\n"
+         "    while len(got) < count:\n"
+         "        more = tls.recv(count - len(got))\n"
+         "        if not more: raise SystemExit('closed after %r' % got)\n"
+         "        got += more\n"
+         "    return got\n"
+         "key = base64.b64encode(os.urandom(16)).decode()\n"
+         "tls.sendall(('GET /ws HTTP/1.1\\r\\nHost: broker.test:" +
+         std::to_string(port) +
+         "\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n'\n"
+         "             'Sec-WebSocket-Key: %s\\r\\nSec-WebSocket-Version: 13\\r\\n\\r\\n' % key).encode())\n"
+         "head = b''\n"
+         "while not head.endswith(b'\\r\\n\\r\\n'): head += exactly(1)\n"
+         "print(head.split(b'\\r\\n')[0].decode())\n"
+         "message = b'tick NSE:INFY'; mask = os.urandom(4)\n"
+         "tls.sendall(bytes([0x81, 0x80 | len(message)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(message)))\n"
+         "frame = exactly(2 + len(message))\n"
+         "print('echo:', frame[2:].decode())\n\"";
+}
+
 TEST_P(ApiGateE2eTest, EveryClientReachesTheBrokerWithNoKeyAndNoOptionsAndTheKeyIsNowhereInTheDesk) {
   const std::string quote = url("/quote?i=NSE:INFY");
   const std::string hex = hex_of(access_token_);
@@ -45,11 +73,12 @@ TEST_P(ApiGateE2eTest, EveryClientReachesTheBrokerWithNoKeyAndNoOptionsAndTheKey
           "bash -c 'secret=$(printf %s " + hex +
               " | python3 -c \"import sys; print(bytes.fromhex(sys.stdin.read()).decode())\"); "
               "found=$(grep -rIls --exclude=scan.txt -e \"$secret\" \"$PWD\" /tmp); echo \"found:[$found]\"'",
+          websocket_echo(broker_.port()),
       }},
       "", "", [](ServeDaemon& served) { copy_probe_into_desk(served.desk_directory(kGateDesk), DESKD_PROBE_SCAN); });
   ASSERT_NE(daemon, nullptr);
   const auto outcomes = turn(*daemon);
-  ASSERT_EQ(outcomes.size(), 8u);
+  ASSERT_EQ(outcomes.size(), 9u);
   const char* clients[] = {"curl", "curl with the placeholder", "urllib", "requests", "node fetch"};
   for (std::size_t index = 0; index < 5; ++index) {
     SCOPED_TRACE(clients[index]);
@@ -71,6 +100,13 @@ TEST_P(ApiGateE2eTest, EveryClientReachesTheBrokerWithNoKeyAndNoOptionsAndTheKey
   EXPECT_THAT(outcomes[6].text, Not(HasSubstr("=found "))) << describe(outcomes[6]);
   EXPECT_THAT(outcomes[7].text, HasSubstr("found:[]")) << "the key is in a file of the desk: " << describe(outcomes[7]);
   for (const auto& outcome : outcomes) EXPECT_THAT(outcome.text, Not(HasSubstr(access_token_)));
+  // A WebSocket (a quote stream) passes through once its upgrade request has passed, with
+  // the key added to it.
+  EXPECT_THAT(outcomes[8].text, HasSubstr("HTTP/1.1 101")) << describe(outcomes[8]);
+  EXPECT_THAT(outcomes[8].text, HasSubstr("echo: tick NSE:INFY")) << describe(outcomes[8]);
+  const auto streams = broker_.requests_to("/ws");
+  ASSERT_EQ(streams.size(), 1u);
+  EXPECT_EQ(request_header(streams[0], "authorization"), authorization_);
 }
 
 TEST_P(ApiGateE2eTest, ThePlaceholderOnItsWayToAnotherAllowedHostIsRefusedAsALeak) {

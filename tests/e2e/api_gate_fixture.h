@@ -46,6 +46,12 @@ inline constexpr const char* kKiteRules = R"(
   action = "allow"
 
   [[api.rule]]
+  name = "quote stream"
+  methods = ["GET"]
+  path = "/ws"
+  action = "allow"
+
+  [[api.rule]]
   name = "positions"
   methods = ["GET"]
   path = "/portfolio/**"
