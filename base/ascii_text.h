@@ -18,6 +18,13 @@ inline std::string lowercase(std::string_view text) {
   return lowered;
 }
 
+inline std::string uppercase(std::string_view text) {
+  std::string raised(text);
+  std::transform(raised.begin(), raised.end(), raised.begin(),
+                 [](char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; });
+  return raised;
+}
+
 inline bool equals_ignoring_case(std::string_view left, std::string_view right) {
   return std::equal(left.begin(), left.end(), right.begin(), right.end(),
                     [](char a, char b) { return ascii_lower(a) == ascii_lower(b); });

@@ -112,6 +112,9 @@ struct BodyCheck {
 
 /// "quantity <= 100", "price * quantity <= 200000", "exchange in [\"NSE\", \"BSE\"]",
 /// "product == \"CNC\"". An error sentence naming what is wrong.
+/// Judged against a body (ApiRuleBook::decide): numbers compare as doubles; a string (a form
+/// value, a JSON string) compared with a number must be one whole finite number; a missing
+/// field, a form field given twice or a JSON object with a key twice fails.
 Result<BodyCheck> parse_body_check(std::string_view text);
 
 struct ApiRule {
@@ -149,7 +152,12 @@ struct ApiSpec {
   bool operator==(const ApiSpec&) const = default;
 };
 
-/// Whether `path` (no query) matches `pattern` (see ApiRule::path).
+/// Whether `path` (no query, as the desk sent it) matches `pattern` (see ApiRule::path).
+/// Segments are compared percent-decoded ("/%61dmin" meets "/admin"). A path a server could
+/// read in another shape matches no pattern, not even "/**", so no rule takes it and it is
+/// denied: a "." or ".." segment (also encoded, "%2e%2e", or with ";" parameters, "..;"),
+/// an empty segment ("//"), an encoded '/' or '\' (%2F, %5C, any case), a raw '\', a control
+/// character, a malformed %-escape, or no leading '/'.
 bool api_path_matches(std::string_view pattern, std::string_view path);
 /// Whether a path pattern is well formed; an error sentence when not.
 Result<void> check_api_path_pattern(std::string_view pattern);
@@ -184,7 +192,8 @@ class ApiRuleBook {
  public:
   explicit ApiRuleBook(const ApiSpec& spec) : spec_(&spec) {}
 
-  /// Decides `request` at `moment`; a request the rule passes counts against its rate.
+  /// Decides `request` at `moment`: the rule's window, then its checks, then its rate; a
+  /// request the rule passes (allow or ask) counts against its rate, a refused one does not.
   ApiDecision decide(const ApiRequestView& request, const ApiMoment& moment);
 
  private:

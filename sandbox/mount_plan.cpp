@@ -12,6 +12,7 @@
 
 #include "policy/path_resolution.h"
 #include "sandbox/kernel_masks.h"
+#include "sandbox/trust_bundle.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -267,6 +268,9 @@ std::vector<MountStep> plan_mounts(const SandboxSpec& spec) {
   for (const auto& hidden : spec.confinement.hidden_paths()) {
     steps.push_back(step(Operation::mask, in_new_root(hidden.native()), "mask the hidden path"));
   }
+  // After the masks: the bundle lies in deskd's state folder, a hidden path, and is bound
+  // from the host's side over a file of the view's /etc that no mask may cover.
+  plan_trust_bundle(spec, steps);
   for (const auto& home : spec.covered_homes) {
     steps.push_back(attributes(in_new_root(home.native()), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false,
                                "make the cover of " + home.native() + " read-only"));

@@ -11,8 +11,9 @@
 //   homes covered, the read-only paths inside them bound back) -> the desk folder bound
 //   read-only at its own path -> its
 //   writable places bound read-write -> (network "allowlist": the desk's /etc/hosts bound
-//   read-only over the view's) -> hidden paths masked -> the root (full view: the homes'
-//   covers) made read-only -> pivot_root.
+//   read-only over the view's) -> hidden paths masked -> (a desk behind the API gate: its
+//   trust bundle bound read-only over the view's system bundle, sandbox/trust_bundle.h) ->
+//   the root (full view: the homes' covers) made read-only -> pivot_root.
 
 #include <string>
 #include <string_view>

@@ -9,6 +9,7 @@
 
 #include "policy/egress_allowlist.h"
 #include "policy/path_resolution.h"
+#include "sandbox/trust_bundle.h"
 
 namespace deskd::sandbox {
 
@@ -244,6 +245,14 @@ SandboxSpecBuilder& SandboxSpecBuilder::run_as(uid_t uid, gid_t gid) {
   return *this;
 }
 
+SandboxSpecBuilder& SandboxSpecBuilder::trust_bundle(std::filesystem::path file) {
+  if (!file.is_absolute()) {
+    problems_.push_back("the trust bundle " + policy::printable_path(file.native()) + " is not an absolute path");
+  }
+  spec_.trust_bundle = std::move(file);
+  return *this;
+}
+
 Result<SandboxSpec> SandboxSpecBuilder::build() const {
   std::vector<std::string> problems = problems_;
   SandboxSpec spec = spec_;
@@ -287,6 +296,8 @@ Result<SandboxSpec> SandboxSpecBuilder::build() const {
     std::erase_if(spec.environment, is_proxy_variable);
     for (auto& entry : egress_proxy_environment()) spec.environment.push_back(std::move(entry));
   }
+  // Last, like the proxy: the desk trusts its bundle, whatever deskd's environment said.
+  if (spec.trust_bundle) use_trust_bundle(spec, *spec.trust_bundle);
   if (!problems.empty()) {
     std::string what = "The sandbox settings are not valid: ";
     for (std::size_t index = 0; index < problems.size(); ++index) {

@@ -153,6 +153,14 @@ struct SandboxSpec {
   /// Under an unprivileged deskd with supplementary groups: launch anyway, the sandbox
   /// keeping them (SandboxSettings::allow_supplementary_groups).
   bool allow_supplementary_groups = false;
+  /// The desk's trust bundle, a host file deskd wrote (the system's certificates and the
+  /// desk's CA, runner/egress/desk_authority.h): mounted read-only over
+  /// /etc/ssl/certs/ca-certificates.crt in the view, and SSL_CERT_FILE, REQUESTS_CA_BUNDLE,
+  /// CURL_CA_BUNDLE and NODE_EXTRA_CA_CERTS set to that path so curl, Python (urllib,
+  /// requests, httpx) and Node trust it with no options (sandbox/trust_bundle.h). Set it
+  /// through the builder or, on a built spec, use_trust_bundle(): assigning it alone would
+  /// change the mounts but not the variables.
+  std::optional<std::filesystem::path> trust_bundle{};
 };
 
 /// Builds a SandboxSpec; setters never fail, build() reports every problem at once.
@@ -178,6 +186,8 @@ class SandboxSpecBuilder {
   SandboxSpecBuilder& hostname(std::string name);
   /// The host uid/gid for the sandbox when deskd is root; 0 is refused.
   SandboxSpecBuilder& run_as(uid_t uid, gid_t gid);
+  /// The desk's trust bundle (SandboxSpec::trust_bundle); an absolute path is required.
+  SandboxSpecBuilder& trust_bundle(std::filesystem::path file);
 
   /// The spec, or one error listing every problem found.
   Result<SandboxSpec> build() const;

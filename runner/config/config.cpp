@@ -14,6 +14,7 @@
 
 #include "base/unique_fd.h"
 #include "policy/egress_allowlist.h"
+#include "runner/config/config_api.h"
 #include "runner/config/config_confinement.h"
 #include "runner/config/config_reader.h"
 #include "runner/config/config_values.h"
@@ -443,8 +444,14 @@ ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file
   config_detail::SandboxPlaces global_places;
   read_sandbox_table(reader.table("sandbox"), config.sandbox, global_places, context);
 
+  // Before the desks: every credential's key file is one of the daemon's paths, hidden from
+  // each desk, and the desks name the APIs.
+  std::vector<config_detail::ApiDraft> apis;
+  if (const toml::node* node = reader.find("api")) apis = config_detail::read_apis(*node, context);
+  for (const auto& api : apis) config.apis.push_back(api.spec);
+
   if (const toml::node* desks = reader.find("desk")) {
-    config_detail::read_desks(*desks, global_places, model_reader.position(), config, context);
+    config_detail::read_desks(*desks, global_places, model_reader.position(), apis, config, context);
     check_desk_uid_count(config, desk_uid_count_position, context);
   } else {
     context.problems.add(context.problems.at(0, 0), "no [[desk]] table: deskd needs at least one desk");

@@ -6,7 +6,8 @@
 //
 // Paths in the file that are relative start at the config file's folder. Every path the
 // daemon itself owns (its state folder, its socket, every API key file) is added to every
-// desk's hidden paths: no desk can read the daemon's secrets or talk to its socket.
+// desk's hidden paths: no desk can read the daemon's secrets or talk to its socket. The key
+// files of [[api]] credentials are among those API key files.
 //
 // Desks are strangers: each desk's hidden paths also hold every other desk's folder (unless
 // it names that desk in `readable_desks`) and every other desk's own hidden paths. A config
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "policy/api_rules.h"
 #include "runner/desk/schedule.h"
 #include "sandbox/host_view.h"
 #include "sandbox/sandbox_spec.h"
@@ -162,6 +164,9 @@ struct DeskConfig {
   std::optional<std::filesystem::path> skills_folder;
   std::optional<std::filesystem::path> market_holidays;
   std::vector<desk::Schedule> schedules;
+  /// The [[api]]s its 'apis' names, resolved: the desk's API gate needs nothing else. Their
+  /// origins are among sandbox.allowed_hosts.
+  std::vector<policy::ApiSpec> apis;
 
   bool operator==(const DeskConfig&) const = default;
 };
@@ -174,6 +179,8 @@ struct Config {
   ModelConfig model;
   SandboxConfig sandbox;
   std::vector<DeskConfig> desks;
+  /// Every [[api]] (docs/API_GATE.md), whether a desk names it or not.
+  std::vector<policy::ApiSpec> apis;
 };
 
 /// What loading found: the config when there was no problem, and every problem found.

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "policy/confinement.h"
+#include "runner/config/config_api.h"
 #include "runner/config/config_reader.h"
 #include "runner/config/config_world.h"
 #include "runner/desk/market_status.h"
@@ -23,21 +24,6 @@ namespace deskd::app::config_detail {
 namespace {
 
 constexpr double kSecondsInADay = 86400;
-
-// The string under `key`, which must be there and not be empty.
-std::optional<std::string> required_string(TableReader& reader, std::string_view key) {
-  const toml::node* node = reader.find(key);
-  if (node == nullptr) {
-    reader.missing(key);
-    return std::nullopt;
-  }
-  auto value = reader.string(key);
-  if (value && value->empty()) {
-    reader.problem(*node, "'" + std::string(key) + "' must not be empty");
-    return std::nullopt;
-  }
-  return value;
-}
 
 void read_time(TableReader& reader, desk::Schedule& schedule) {
   const toml::node* node = reader.find("time");
@@ -196,6 +182,7 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const Sandbo
   read_desk_paths(reader, context, draft);
   read_hostname(reader, desk);
   read_readable_desks(reader, draft);
+  read_desk_apis(reader, draft);
   if (auto mode = reader.choice("mode", {"dry_run", "live"})) desk.mode = *mode;
   if (auto seconds = reader.number("timeout_seconds", {0, true, kSecondsInADay})) desk.timeout_seconds = *seconds;
   if (auto characters = reader.whole("maximum_output_characters", 1, std::int64_t{1} << 26)) {
@@ -295,8 +282,8 @@ void check_disk_quota(const DeskDraft& draft, ProblemList& problems) {
 
 }  // namespace
 
-void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position, Config& config,
-                LoadContext& context) {
+void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position,
+                std::span<const ApiDraft> apis, Config& config, LoadContext& context) {
   const auto* array = node.as_array();
   if (array == nullptr || (!array->empty() && !array->is_array_of_tables())) {
     context.problems.add(context.where(node.source()), "'desk' must be an array of tables, each written [[desk]]");
@@ -311,6 +298,7 @@ void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosit
   for (const auto& element : *array) {
     drafts.push_back(read_desk(*element.as_table(), config, global, model_position, desk_names, context));
   }
+  give_desks_their_apis(drafts, apis, context.problems);
 
   // An API key never enters a sandbox, whichever desk's key it is.
   std::set<std::string> key_variables;

@@ -212,4 +212,18 @@ bool expect_existing(LoadContext& context, const PlacedPath& path, PathKind kind
   return true;
 }
 
+std::optional<std::string> required_string(TableReader& reader, std::string_view key) {
+  const toml::node* node = reader.find(key);
+  if (node == nullptr) {
+    reader.missing(key);
+    return std::nullopt;
+  }
+  auto value = reader.string(key);
+  if (value && value->empty()) {
+    reader.problem(*node, "'" + std::string(key) + "' must not be empty");
+    return std::nullopt;
+  }
+  return value;
+}
+
 }  // namespace deskd::app::config_detail

@@ -96,6 +96,9 @@ enum class PathKind { file, folder, file_or_folder };
 /// names it ("the desk folder"). A path that cannot be examined (permission denied) passes:
 /// `deskd check` may run as someone who cannot look where deskd can. Returns whether it
 /// was found to be right.
+/// The string under `key`, which must be there and not be empty (a problem otherwise).
+std::optional<std::string> required_string(TableReader& reader, std::string_view key);
+
 bool expect_existing(LoadContext& context, const PlacedPath& path, PathKind kind, std::string_view what);
 
 /// The paths a [sandbox] or [desk.sandbox] table named, with where: hidden paths add up
@@ -111,10 +114,13 @@ struct SandboxPlaces {
 void read_model(TableReader& reader, ModelConfig& model, LoadContext& context);
 void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& places, LoadContext& context);
 
+struct ApiDraft;
+
 /// Reads every [[desk]] (`node` is the top-level `desk` value) into `config.desks`, merging
 /// each desk's hidden paths with `global` ([sandbox]'s), the daemon's paths and the other
-/// desks' folders and hidden paths, and judging the desk folders together.
-void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position, Config& config,
-                LoadContext& context);
+/// desks' folders and hidden paths, and judging the desk folders together; each desk's
+/// 'apis' is resolved against `apis` (config_api.h).
+void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position,
+                std::span<const ApiDraft> apis, Config& config, LoadContext& context);
 
 }  // namespace deskd::app::config_detail

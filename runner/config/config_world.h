@@ -30,6 +30,9 @@ struct DeskDraft {
   std::optional<ConfigPosition> disk_quota_position;  ///< where its disk_quota_mb was written, if it was
   /// Where the 'allowed_hosts' it takes was written ([desk.sandbox]'s or [sandbox]'s), if anywhere.
   std::optional<ConfigPosition> allowed_hosts_position;
+  /// The [[api]] names of its 'apis', as written, and where 'apis' itself was written.
+  std::vector<std::pair<std::string, ConfigPosition>> api_names;
+  ConfigPosition apis_position;
 };
 
 /// Reports, at each desk's 'directory': a folder that is or lies in a system folder, one the

@@ -53,6 +53,37 @@ json::object proposal_reply(const tools::Proposal& proposal) {
           {"diff", proposal.diff}, {"time", proposal.time}, {"status", proposal.status}};
 }
 
+json::object approval_reply(const ApprovalSummary& approval) {
+  json::object object{{"id", approval.id},
+                      {"desk", approval.desk},
+                      {"api", approval.api},
+                      {"method", approval.method},
+                      {"url", approval.url},
+                      {"summary", approval.summary},
+                      {"sha256", approval.sha256},
+                      {"rule", approval.rule},
+                      {"asked_at", approval.asked_at},
+                      {"expires_at", approval.expires_at},
+                      {"expires_in_seconds", approval.expires_in_seconds}};
+  if (!approval.decision.empty()) {
+    object["decision"] = approval.decision;
+    object["by"] = approval.by;
+  }
+  return object;
+}
+
+json::object ledger_reply(const LedgerReading& reading) {
+  json::array lines;
+  for (const auto& line : reading.lines) lines.emplace_back(line);
+  json::object object{{"lines", std::move(lines)}};
+  if (reading.verified) {
+    object["verified"] = *reading.verified;
+    object["verified_lines"] = reading.verified_lines;
+    if (!reading.problem.empty()) object["problem"] = reading.problem;
+  }
+  return object;
+}
+
 json::array names(const std::vector<std::string>& list) {
   json::array array;
   for (const auto& name : list) array.emplace_back(name);
@@ -122,6 +153,32 @@ Result<json::object> answer_reject(ControlService& service, const ControlRequest
   return reply("proposal", service.decide(*request.proposal, false, sender), proposal_reply);
 }
 
+Result<json::object> answer_approvals(ControlService& service, const ControlRequest& request, const std::string&) {
+  return reply("approvals", service.approvals(request.desk.value_or("")),
+               [](const std::vector<ApprovalSummary>& waiting) {
+                 json::array list;
+                 for (const auto& approval : waiting) list.push_back(approval_reply(approval));
+                 return list;
+               });
+}
+
+// Who decided is the peer as the server knows it (its uid and name), never what the client says.
+Result<json::object> answer_approve(ControlService& service, const ControlRequest& request, const std::string& sender) {
+  return reply("approval", service.decide_approval(*request.approval, true, sender), approval_reply);
+}
+
+Result<json::object> answer_deny(ControlService& service, const ControlRequest& request, const std::string& sender) {
+  return reply("approval", service.decide_approval(*request.approval, false, sender), approval_reply);
+}
+
+void answer_ledger(ControlService& service, const ControlRequest& request, const std::string&,
+                   std::function<void(Result<json::object>)> done) {
+  service.ledger(*request.desk, request.since.value_or(""), request.verify,
+                 [done = std::move(done)](Result<LedgerReading> reading) {
+                   done(reply("ledger", std::move(reading), ledger_reply));
+                 });
+}
+
 // clang-format off
 // In the protocol's order (a test checks that the two lists agree).
 constexpr ControlOp kOperations[] = {
@@ -135,6 +192,10 @@ constexpr ControlOp kOperations[] = {
     {op::kAccept,    OpAnswer::now,      answer_accept,    nullptr},
     {op::kReject,    OpAnswer::now,      answer_reject,    nullptr},
     {op::kReload,    OpAnswer::later,    nullptr,          answer_reload},
+    {op::kApprovals, OpAnswer::now,      answer_approvals, nullptr},
+    {op::kApprove,   OpAnswer::now,      answer_approve,   nullptr},
+    {op::kDeny,      OpAnswer::now,      answer_deny,      nullptr},
+    {op::kLedger,    OpAnswer::later,    nullptr,          answer_ledger},
 };
 // clang-format on
 

@@ -43,6 +43,18 @@ class ControlService {
   /// Accepts or rejects a proposal on behalf of `who`; refused (with a sentence) when the
   /// file changed since, the path is hidden, or the proposal is not open.
   virtual Result<tools::Proposal> decide(const std::string& proposal, bool accept, const std::string& who) = 0;
+  /// The API calls waiting for approval on one desk (every desk's when empty), oldest first.
+  virtual Result<std::vector<ApprovalSummary>> approvals(const std::string& desk) const = 0;
+  /// Approves or denies the waiting API call `approval` on behalf of `who`; not_found (with
+  /// a sentence) when no desk has it waiting (unknown, decided, or timed out).
+  virtual Result<ApprovalSummary> decide_approval(const std::string& approval, bool approve,
+                                                  const std::string& who) = 0;
+  /// A desk's ledger lines at or after `since` (an ISO 8601 time or YYYY-MM-DD, India time;
+  /// all when empty), at most kMaximumLedgerReplyBytes of the newest, and with `verify` what
+  /// verifying its chain found. `done` gets it later, on the event loop (the files are read
+  /// off it).
+  virtual void ledger(const std::string& desk, const std::string& since, bool verify,
+                      std::function<void(Result<LedgerReading>)> done) = 0;
   /// Reads the config again and applies it on behalf of `who`; `done` gets the outcome
   /// later, on the event loop (a reload waits for the turns of the desks it stops).
   virtual void reload(const std::string& who, std::function<void(Result<ReloadOutcome>)> done) = 0;

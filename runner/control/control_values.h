@@ -3,6 +3,7 @@
 // control-op table (control_ops.cpp) is the one place each becomes its reply's JSON.
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,6 +50,36 @@ struct DaemonStatus {
   std::string time;
   bool stopping = false;
   std::vector<DeskSummary> desks;
+};
+
+/// A desk's API call held for a person's approval (egress::PendingApproval, in control's
+/// own words: control does not link the gate), and once decided, the decision.
+struct ApprovalSummary {
+  std::string id;  ///< "ap-" and 12 hex digits
+  std::string desk;
+  std::string api;
+  std::string method;
+  std::string url;      ///< origin and path, with placeholders (never a key)
+  std::string summary;  ///< the body's fields, readable
+  std::string sha256;   ///< of the exact request: what approving lets through, once
+  std::string rule;
+  std::string asked_at;              ///< ISO 8601, India time
+  std::string expires_at;            ///< ISO 8601, India time: denied then if undecided
+  long long expires_in_seconds = 0;  ///< from the answer's time (0 when already past)
+  std::string decision;              ///< approved or denied (approve, deny); "" while it waits
+  std::string by;                    ///< who decided
+};
+
+/// The most of a desk's ledger one `ledger` reply carries: the newest lines that fit.
+inline constexpr std::size_t kMaximumLedgerReplyBytes = std::size_t{4} << 20;
+
+/// What `ledger` read: the lines (exact, newest last), and with verify, what verifying the
+/// whole chain found.
+struct LedgerReading {
+  std::vector<std::string> lines;
+  std::optional<bool> verified;      ///< set when asked to verify: whether the chain is intact
+  std::uint64_t verified_lines = 0;  ///< how many lines the verified chain holds
+  std::string problem;               ///< the first problem ("ledger.jsonl:17: ..."), when not intact
 };
 
 /// What a reload did, by desk name.

@@ -78,7 +78,9 @@ ParsedRequest parse_control_request(std::string_view line) {
   if (!take_string(object, field::kDesk, request.desk, parsed.problem) ||
       !take_string(object, field::kText, request.text, parsed.problem) ||
       !take_string(object, field::kFrom, request.from, parsed.problem) ||
-      !take_string(object, field::kProposal, request.proposal, parsed.problem)) {
+      !take_string(object, field::kProposal, request.proposal, parsed.problem) ||
+      !take_string(object, field::kApproval, request.approval, parsed.problem) ||
+      !take_string(object, field::kSince, request.since, parsed.problem)) {
     return parsed;
   }
   if (const json::value* follow = object.if_contains(field::kFollow)) request.follow = *follow;
@@ -88,6 +90,13 @@ ParsedRequest parse_control_request(std::string_view line) {
       return parsed;
     }
     request.replay = replay->as_bool();
+  }
+  if (const json::value* verify = object.if_contains(field::kVerify)) {
+    if (!verify->is_bool()) {
+      parsed.problem = "'verify' must be true or false.";
+      return parsed;
+    }
+    request.verify = verify->as_bool();
   }
   // What each operation needs, checked here (as its row in the table says) so that every
   // handler can rely on it.
@@ -99,6 +108,7 @@ ParsedRequest parse_control_request(std::string_view line) {
   if ((operation_row->needs & kNeedsDesk) != 0) needs(request.desk, field::kDesk);
   if ((operation_row->needs & kNeedsText) != 0) needs(request.text, field::kText);
   if ((operation_row->needs & kNeedsProposal) != 0) needs(request.proposal, field::kProposal);
+  if ((operation_row->needs & kNeedsApproval) != 0) needs(request.approval, field::kApproval);
   if ((operation_row->needs & kNeedsFollow) != 0 && !parsed.problem && !request.follow) {
     parsed.problem = "'" + request.op + "' needs 'follow': the id of the follow request to end.";
   }

@@ -28,7 +28,14 @@ inline constexpr std::size_t kMaximumRequestBytes = std::size_t{1} << 20;
 inline constexpr std::size_t kMaximumSendTextBytes = std::size_t{256} << 10;
 
 /// The request fields an operation needs (non-empty), as bits.
-enum OpNeeds : unsigned { kNeedsNothing = 0, kNeedsDesk = 1, kNeedsText = 2, kNeedsProposal = 4, kNeedsFollow = 8 };
+enum OpNeeds : unsigned {
+  kNeedsNothing = 0,
+  kNeedsDesk = 1,
+  kNeedsText = 2,
+  kNeedsProposal = 4,
+  kNeedsFollow = 8,
+  kNeedsApproval = 16
+};
 
 // clang-format off
 /// Every operation: its constant, its name, the request fields it needs (the parser checks
@@ -45,7 +52,11 @@ enum OpNeeds : unsigned { kNeedsNothing = 0, kNeedsDesk = 1, kNeedsText = 2, kNe
   OPERATION(kProposals, "proposals", kNeedsNothing)  /* every desk's without "desk" */ \
   OPERATION(kAccept,    "accept",    kNeedsProposal) \
   OPERATION(kReject,    "reject",    kNeedsProposal) \
-  OPERATION(kReload,    "reload",    kNeedsNothing)
+  OPERATION(kReload,    "reload",    kNeedsNothing) \
+  OPERATION(kApprovals, "approvals", kNeedsNothing)  /* every desk's without "desk" */ \
+  OPERATION(kApprove,   "approve",   kNeedsApproval) \
+  OPERATION(kDeny,      "deny",      kNeedsApproval) \
+  OPERATION(kLedger,    "ledger",    kNeedsDesk)     /* optional "since", "verify" */
 // clang-format on
 
 /// An operation of the protocol.
@@ -76,6 +87,9 @@ inline constexpr std::string_view kFrom = "from";          ///< follow: an event
 inline constexpr std::string_view kReplay = "replay";      ///< follow: true or false
 inline constexpr std::string_view kProposal = "proposal";  ///< accept, reject: a proposal id
 inline constexpr std::string_view kFollow = "follow";      ///< unfollow: the follow request's id
+inline constexpr std::string_view kApproval = "approval";  ///< approve, deny: an approval id ("ap-...")
+inline constexpr std::string_view kSince = "since";        ///< ledger: an ISO 8601 time or YYYY-MM-DD (India)
+inline constexpr std::string_view kVerify = "verify";      ///< ledger: true to verify the hash chain
 inline constexpr std::string_view kOk = "ok";              ///< a reply: true, or false with code and error
 inline constexpr std::string_view kCode = "code";
 inline constexpr std::string_view kError = "error";
@@ -110,6 +124,9 @@ struct ControlRequest {
   std::optional<std::string> proposal;       ///< accept/reject
   std::optional<boost::json::value> follow;  ///< unfollow: the follow request's id
   bool replay = false;                       ///< follow: replay every kept event first
+  std::optional<std::string> approval;       ///< approve/deny
+  std::optional<std::string> since;          ///< ledger: only lines at or after this time
+  bool verify = false;                       ///< ledger: verify the chain too
 };
 
 /// A parsed line: the request, or the problem with it (and the id, when one was readable).

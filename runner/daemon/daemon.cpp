@@ -26,8 +26,6 @@ using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
-Error unknown_desk(const std::string& name) { return Error::make(ErrorCode::not_found, "There is no desk '" + name + "'."); }
-
 }  // namespace
 
 Daemon::Daemon(asio::any_io_executor executor, Config config, const Clock& clock, DaemonLog log)
@@ -50,6 +48,8 @@ Daemon::Daemon(asio::any_io_executor executor, Config config, const Clock& clock
 }
 
 Daemon::~Daemon() {
+  // A ledger being read posts its answer to the loop; it ends before anything else goes.
+  if (ledger_thread_) ledger_thread_->join();
   // An assembly still under way (the loop stopped without stop()) ends before its slot goes;
   // the ones still waiting are not begun.
   abandon_starting_ = true;

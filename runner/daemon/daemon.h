@@ -94,6 +94,11 @@ class Daemon final : public control::ControlService {
   Result<std::vector<desk::CommandEntry>> commands(const std::string& desk) const override;
   Result<std::vector<tools::Proposal>> proposals(const std::string& desk) const override;
   Result<tools::Proposal> decide(const std::string& proposal, bool accept, const std::string& who) override;
+  Result<std::vector<control::ApprovalSummary>> approvals(const std::string& desk) const override;
+  Result<control::ApprovalSummary> decide_approval(const std::string& approval, bool approve,
+                                                   const std::string& who) override;
+  void ledger(const std::string& desk, const std::string& since, bool verify,
+              std::function<void(Result<control::LedgerReading>)> done) override;
   std::shared_ptr<desk::EventSubscription> subscribe() override;
   control::EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
                                        std::size_t maximum_bytes) const override;
@@ -167,6 +172,9 @@ class Daemon final : public control::ControlService {
   // Where desks are assembled: building a sandbox and trying it blocks for milliseconds, so
   // off the event loop, two at a time. Last member: joined before the slots go.
   std::unique_ptr<boost::asio::thread_pool> assembly_threads_;
+  // Where ledgers are read and verified (files of up to years of calls), off the event loop,
+  // one at a time; joined first in the destructor. Made on the first `ledger` request.
+  std::unique_ptr<boost::asio::thread_pool> ledger_thread_;
 };
 
 }  // namespace deskd::app

@@ -61,4 +61,9 @@ struct Daemon::ReloadPlan {
   std::vector<Slot*> to_start;  ///< the new and the restarted, once the config is applied
 };
 
+/// The error of an operation on a desk the daemon does not have.
+inline Error unknown_desk(const std::string& name) {
+  return Error::make(ErrorCode::not_found, "There is no desk '" + name + "'.");
+}
+
 }  // namespace deskd::app

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "base/unique_fd.h"
+#include "runner/daemon/desk_api_gate.h"
 #include "runner/daemon/desk_ids.h"
 #include "runner/daemon/deskd_log.h"
 #include "runner/daemon/model_factory.h"
@@ -133,7 +134,17 @@ Result<sandbox::SandboxSpec> assemble_desk_sandbox(boost::asio::any_io_executor 
   }
   auto spec = sandbox::build_desk_sandbox_spec(desk_config.directory, desk_config.hidden_paths, sandbox_settings);
   if (!spec.ok()) return step_failed("building the sandbox", spec.error());
-  auto proxied = egress::attach_egress_proxy(*spec, executor, input.refusals);
+  std::shared_ptr<egress::ApiGate> gate;
+  if (!desk_config.apis.empty()) {
+    static const SystemClock kSystemClock;
+    DeskApiGateInput gate_input{desk_config, input.state_folder, input.approvals,
+                                input.clock ? input.clock : std::shared_ptr<const Clock>(&kSystemClock, [](const Clock*) {}),
+                                input.api_events};
+    auto made = make_desk_api_gate(gate_input, *spec);
+    if (!made.ok()) return step_failed("setting up the API gate", made.error());
+    gate = std::move(made).value();
+  }
+  auto proxied = egress::attach_egress_proxy(*spec, executor, input.refusals, std::move(gate));
   if (!proxied.ok()) return step_failed("setting up the egress proxy", proxied.error());
   return spec;
 }
@@ -150,6 +161,13 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
     return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
 
   if (!input.refusals) input.refusals = network_refusal_publisher(bus, desk_config.name);
+  desk->approvals = std::make_shared<egress::ApprovalBoard>(desk_config.name);
+  input.approvals = desk->approvals;
+  // The daemon's clock outlives every desk.
+  input.clock = std::shared_ptr<const Clock>(&clock, [](const Clock*) {});
+  input.api_events = [&bus, name = desk_config.name](std::string_view kind, boost::json::object data) {
+    bus.publish(name, std::string(kind), std::move(data));
+  };
   auto spec = assemble_desk_sandbox(executor, input);
   if (!spec.ok()) return std::move(spec).error();
   if (sandbox_settings.disk_quota_bytes) {
@@ -225,6 +243,11 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   parts.journal = &*desk->journal;
   parts.subagents = desk->subagents.get();
   parts.tools_text = tools::describe_tool_reach(*registry, tool_settings.sandbox);
+  // The board is thread-safe and lives as long as the desk; the runtime (destroyed first)
+  // reads it only while it runs.
+  parts.approvals_text = [board = desk->approvals.get(), &clock] {
+    return describe_waiting_approvals(board->pending(), clock.now());
+  };
   desk::DeskSettings settings{desk_config.name, desk_config.mode, desk_config.stall_timeout,
                               egress::describe_network(sandbox_settings)};
   desk->runtime = std::make_unique<desk::DeskRuntime>(executor, settings, bus, runner, clock, parts);

@@ -24,6 +24,8 @@
 #include "runner/desk/skill_library.h"
 #include "runner/desk/subagent_board.h"
 #include "runner/desk/usage_tracker.h"
+#include "runner/egress/api_approvals.h"
+#include "runner/egress/api_gate.h"
 #include "runner/egress/egress_proxy.h"
 #include "runner/journal/journal.h"
 #include "runner/tools/proposal_store.h"
@@ -43,6 +45,9 @@ struct AssembledDesk {
   std::unique_ptr<desk::MarketStatus> market_status;
   std::unique_ptr<desk::SkillLibrary> skill_library;
   std::shared_ptr<desk::SubagentBoard> subagents;
+  /// The desk's API calls held for a person (an `ask` rule of its API gate), named after the
+  /// desk; read by /approvals, deskctl approvals, approve and deny. The gate asks on it.
+  std::shared_ptr<egress::ApprovalBoard> approvals;
   std::unique_ptr<desk::DeskRuntime> runtime;     ///< lent the parts above: destroyed first
   std::unique_ptr<desk::Scheduler> scheduler;
 };
@@ -51,8 +56,12 @@ struct AssembledDesk {
 /// port, why). `bus` must outlive the proxy's connections.
 egress::RefusalSink network_refusal_publisher(desk::EventBus& bus, std::string desk_name);
 
-/// The folder that holds a desk's journal, sessions, proposals and usage.
+/// The folder that holds a desk's journal, sessions, proposals, usage and API ledger.
 std::filesystem::path desk_state_folder(const Config& config, const std::string& desk_name);
+
+/// The text of a desk's /approvals: each waiting call, its id, what it is and when it
+/// expires, and how to decide it (daemon_api.cpp).
+std::string describe_waiting_approvals(const std::vector<egress::PendingApproval>& waiting, Clock::TimePoint now);
 
 /// What a desk is assembled from: the daemon fills it from deskd.toml, `deskd run` from its
 /// command line (runner/app/desk_tool_options.h), so both build the very same desk.
@@ -67,6 +76,11 @@ struct DeskAssemblyInput {
   std::optional<DeskIds> ids = {};
   /// Where the egress proxy's refusals go; by default NETWORK_REFUSED on the desk's bus.
   egress::RefusalSink refusals = {};
+  /// For a desk that names APIs: where its gate's requests wait for a person (a board of
+  /// its own when none), where its events go (none: not published), and its clock.
+  std::shared_ptr<egress::ApprovalBoard> approvals = {};
+  egress::ApiEventSink api_events = {};
+  std::shared_ptr<const Clock> clock = {};
 };
 
 /// The first step of every desk, also all that `deskd shell` and `deskd mcp` need: the

@@ -103,10 +103,11 @@ std::vector<CommandEntry> catalogue(const DeskCore& core);
 void answer_beside(DeskCore& core, const Trigger& trigger, std::string command,
                    boost::asio::awaitable<std::string> work, std::string failure_prefix);
 
-/// The commands that read the desk's parts (part_commands.cpp): /agents, /tools, and
-/// /journal [N] [KIND], which reads the journal off the event loop.
+/// The commands that read the desk's parts (part_commands.cpp): /agents, /tools,
+/// /approvals, and /journal [N] [KIND], which reads the journal off the event loop.
 std::string agents_text(const DeskCore& core);
 std::string tools_text(const DeskCore& core);
+std::string approvals_text(const DeskCore& core);
 void answer_journal(DeskCore& core, const Trigger& trigger, const std::string& arguments);
 
 }  // namespace deskd::desk

@@ -4,7 +4,7 @@
 //
 // A user message that arrives while a turn runs is steering: it waits in the steering
 // inbox for the turn's next tool round. /stop skips the queue and cancels the running turn;
-// read-only commands (/status, /usage, /help, /skills, /agents, /journal, /tools) and /btw
+// read-only commands (/status, /usage, /help, /skills, /agents, /journal, /tools, /approvals) and /btw
 // are answered beside it.
 // Every message to the model starts with a line giving the India time and what woke the
 // desk. Replies travel as events (COMMAND_ANSWERED, TURN_FINISHED, ...).
@@ -70,6 +70,10 @@ struct DeskParts {
   SubagentBoard* subagents = nullptr;
   /// The text of /tools: each tool and what it may touch (tools::describe_tool_reach).
   std::string tools_text;
+  /// The text of /approvals: the desk's API calls waiting for a person (the assembly reads
+  /// them from the desk's egress::ApprovalBoard, which the desk does not know). Called on the
+  /// desk's executor; must be thread-safe. Empty for a desk without an API gate.
+  std::function<std::string()> approvals_text;
 };
 
 /// One entry of the command menu.

@@ -1,6 +1,7 @@
 // The commands that read the desk's parts: /agents (its subagents), /tools (its tools and
-// what each may touch) and /journal [N] [KIND] (its last journal entries, readable). They
-// only read, so they are answered beside a running turn.
+// what each may touch), /approvals (its API calls waiting for a person) and /journal [N]
+// [KIND] (its last journal entries, readable). They only read, so they are answered beside a
+// running turn.
 
 #include <boost/asio.hpp>
 #include <boost/json.hpp>
@@ -100,6 +101,11 @@ std::string agents_text(const DeskCore& core) {
 std::string tools_text(const DeskCore& core) {
   if (core.parts.tools_text.empty()) return "This desk has no tools.";
   return core.parts.tools_text;
+}
+
+std::string approvals_text(const DeskCore& core) {
+  if (!core.parts.approvals_text) return "This desk has no API gate, so nothing waits for approval.";
+  return core.parts.approvals_text();
 }
 
 void answer_journal(DeskCore& core, const Trigger& trigger, const std::string& arguments) {

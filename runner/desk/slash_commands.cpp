@@ -1,6 +1,6 @@
 // The desk's slash commands, answered by code, in one table that the dispatcher, /help and
 // the command menu (deskctl commands) all read: /stop cancels the running turn at once;
-// /status, /usage, /help, /skills, /agents, /journal and /tools only read the desk and are
+// /status, /usage, /help, /skills, /agents, /journal, /tools and /approvals only read the desk and are
 // answered beside a turn; /btw asks the model a side question beside it; /pause and /resume
 // switch the model off and on, durably (kept in the journal); /queue holds a message for the next turn; /rollover and
 // skills wait their turn.
@@ -136,6 +136,8 @@ const SlashCommand kCommands[] = {
      [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { answer_journal(core, trigger, command.arguments); }},
     {"/tools", "the desk's tools and what each may touch",
      [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { reply_now(core, trigger, command, tools_text(core)); }},
+    {"/approvals", "the desk's API calls waiting for a person's approval (deskctl approve or deny them)",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { reply_now(core, trigger, command, approvals_text(core)); }},
     {"/stop", "stop the running turn (and its subagents) at once; the queue goes on",
      [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
        if (core.state != DeskState::running || !core.turn_stop) return reply_now(core, trigger, command, "No turn is running.");

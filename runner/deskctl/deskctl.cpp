@@ -34,7 +34,11 @@ json::object request_for(const deskctl::Command& command, const DeskctlRequest& 
       request[field::kText] = deskctl::joined(options.words);
       break;
     case deskctl::Takes::proposal: request[field::kProposal] = options.desk; break;
+    case deskctl::Takes::approval: request[field::kApproval] = options.desk; break;
   }
+  // Options only some commands have (ledger's): absent unless given.
+  if (!options.since.empty()) request[field::kSince] = options.since;
+  if (options.verify) request[field::kVerify] = true;
   return request;
 }
 

@@ -19,10 +19,12 @@ struct DeskctlRequest {
   std::filesystem::path socket;  ///< --socket, else $DESKD_SOCKET, else /run/deskd/deskd.sock
   bool json_output = false;
   std::string command;             ///< desks, status, send, ask, events, commands, ...
-  std::string desk;                ///< the DESK or PROPOSAL_ID, empty when not given
+  std::string desk;                ///< the DESK, PROPOSAL_ID or APPROVAL_ID, empty when not given
   std::vector<std::string> words;  ///< the message of send and ask
   bool follow = false;             ///< events --follow
   std::string from;                ///< events --from
+  std::string since;               ///< ledger --since
+  bool verify = false;             ///< ledger --verify
 };
 
 /// deskctl's parser, filling `request` (whose socket it sets to the default first). Its

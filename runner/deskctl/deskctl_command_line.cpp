@@ -46,6 +46,17 @@ void deskctl::add_events_options(CLI::App& events, DeskctlRequest& request) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 
+void deskctl::add_ledger_options(CLI::App& ledger, DeskctlRequest& request) {
+  ledger
+      .add_option("--since", request.since,
+                   "only the lines from WHEN on: a day (2026-12-01) or a time (2026-12-01T09:15:00+05:30), India time")
+      ->type_name("WHEN")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  ledger.add_flag(
+      "--verify", request.verify,
+      "verify the whole chain too: prints 'ledger intact: N lines', or the first problem and exit status 1");
+}
+
 std::unique_ptr<CLI::App> make_deskctl_parser(DeskctlRequest& request) {
   const char* from_environment = std::getenv("DESKD_SOCKET");
   request.socket = from_environment != nullptr && *from_environment != '\0' ? from_environment : "/run/deskd/deskd.sock";
@@ -77,6 +88,11 @@ std::unique_ptr<CLI::App> make_deskctl_parser(DeskctlRequest& request) {
         break;
       case deskctl::Takes::proposal:
         command->add_option("proposal", request.desk, "the proposal's id")->type_name("PROPOSAL_ID")->required();
+        break;
+      case deskctl::Takes::approval:
+        command->add_option("approval", request.desk, "the waiting call's id (ap-...), as deskctl approvals lists it")
+            ->type_name("APPROVAL_ID")
+            ->required();
         break;
     }
     if (row.add_options != nullptr) row.add_options(*command, request);

@@ -34,6 +34,15 @@ constexpr Command kCommands[] = {
                "every problem of a config it refused (the running one is kept); exit status 1 when refused or a "
                "desk could not start",
      op::kReload, Takes::nothing, print_reload_reply, nullptr, nullptr},
+    {"approvals", "API calls desks made that wait for a person's approval (every desk's without DESK)",
+     op::kApprovals, Takes::desk_or_every_desk, print_approvals_reply, nullptr, nullptr},
+    {"approve", "let one waiting API call through, once: the exact request its id names",
+     op::kApprove, Takes::approval, print_approval_decision_reply, nullptr, nullptr},
+    {"deny", "refuse a waiting API call (the desk gets a 403 saying so)",
+     op::kDeny, Takes::approval, print_approval_decision_reply, nullptr, nullptr},
+    {"ledger", "a desk's API ledger: every gated call, one JSON line each, newest last; with --verify, checks its "
+               "hash chain too (exit status 1 when a line was edited, removed or moved)",
+     op::kLedger, Takes::desk, print_ledger_reply, nullptr, add_ledger_options},
 };
 // clang-format on
 

@@ -28,6 +28,7 @@ enum class Takes {
   desk,                ///< DESK, sent as "desk"
   desk_and_message,    ///< DESK TEXT..., sent as "desk" and "text"
   proposal,            ///< PROPOSAL_ID, sent as "proposal"
+  approval,            ///< APPROVAL_ID, sent as "approval"
 };
 
 struct Command {
@@ -50,5 +51,7 @@ const Command* find_command(std::string_view name);
 
 /// events' --follow and --from (deskctl_command_line.cpp).
 void add_events_options(CLI::App& command, DeskctlRequest& options);
+/// ledger's --since and --verify (deskctl_command_line.cpp), sent as "since" and "verify".
+void add_ledger_options(CLI::App& command, DeskctlRequest& options);
 
 }  // namespace deskd::control::deskctl

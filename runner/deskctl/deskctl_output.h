@@ -44,6 +44,11 @@ int print_trigger_reply(const boost::json::object& reply);
 int print_commands_reply(const boost::json::object& reply);
 int print_proposals_reply(const boost::json::object& reply);
 int print_decision_reply(const boost::json::object& reply);
+/// The waiting API calls, a table: id, desk, api, method and URL, summary, expires in.
+int print_approvals_reply(const boost::json::object& reply);
+int print_approval_decision_reply(const boost::json::object& reply);
+/// The ledger's lines, escaped; with a verification, its verdict (kRefused when not intact).
+int print_ledger_reply(const boost::json::object& reply);
 /// kRefused when a desk it meant to start could not start.
 int print_reload_reply(const boost::json::object& reply);
 /// For an operation that needs no printer of its own: each field but the id and "ok", as

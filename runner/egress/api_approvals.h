@@ -7,6 +7,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,7 +18,7 @@
 namespace deskd::egress {
 
 struct PendingApproval {
-  std::string id;       ///< "ap-" and 12 hex digits
+  std::string id;  ///< "ap-" and 12 hex digits
   std::string desk;
   std::string api;
   std::string method;
@@ -44,11 +45,12 @@ class ApprovalBoard : public std::enable_shared_from_this<ApprovalBoard> {
 
   explicit ApprovalBoard(std::string desk) : desk_(std::move(desk)) {}
 
-  /// Holds `request` (its id is made here) until decided or `timeout`; `published` is
-  /// called with it once it is on the board (before any wait). Cancellation of the
-  /// awaiting coroutine takes it off the board.
+  /// Holds `request` (its id and desk are set here, its expires_at to asked_at + `timeout`;
+  /// asked_at is now when not given) until decided or `timeout`; `published` is called with
+  /// it once it is on the board (before any wait). Refused at once when kMaximumPending
+  /// wait. Cancellation of the awaiting coroutine takes it off the board (and is rethrown).
   boost::asio::awaitable<Result<ApprovalDecision>> ask(PendingApproval request, std::chrono::milliseconds timeout,
-                                                      std::function<void(const PendingApproval&)> published);
+                                                       std::function<void(const PendingApproval&)> published);
   /// The requests waiting now, oldest first.
   std::vector<PendingApproval> pending() const;
   /// Approves or denies the waiting request `id`; an error sentence when there is none.

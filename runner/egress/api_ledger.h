@@ -43,12 +43,23 @@ inline constexpr std::uint64_t kLedgerRotateBytes = std::uint64_t{64} << 20;
 
 class ApiLedger {
  public:
-  /// Opens (creating) `folder`/ledger.jsonl, continuing the chain of what is there.
-  static Result<std::shared_ptr<ApiLedger>> open(const std::filesystem::path& folder, const Clock& clock);
+  /// Opens (creating) `folder`/ledger.jsonl, continuing the chain of what is there. A last
+  /// line torn by a crash mid-write (no newline) is cut off, and repaired() says so. Refused
+  /// when the last whole line cannot be read (the chain cannot be continued). Files are
+  /// rotated once the current one would pass `rotate_bytes` (a parameter for the tests).
+  static Result<std::shared_ptr<ApiLedger>> open(const std::filesystem::path& folder, const Clock& clock,
+                                                 std::uint64_t rotate_bytes = kLedgerRotateBytes);
+  /// Flushes what was written (one last fdatasync) and ends the ledger's thread.
   ~ApiLedger();
 
   /// Appends `entry` as one line (with "at" in India time, "seq" and "prev"). Thread-safe.
+  /// A failed write leaves the chain as it was; once a flush to disk has failed, every
+  /// later append is refused (an audit trail that may have lost lines must be looked at).
   Result<void> append(const LedgerEntry& entry);
+
+  /// What open() found and mended, for the log: a torn last line cut off, a ledger.head
+  /// that disagreed with the last line; "" when nothing.
+  std::string repaired() const;
 
  private:
   struct State;

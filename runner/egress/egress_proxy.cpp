@@ -249,10 +249,14 @@ std::shared_ptr<sandbox::EgressRelaySource> make_egress_proxy(asio::any_io_execu
   return std::make_shared<EgressProxy>(std::move(shared));
 }
 
-Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, asio::any_io_executor executor, RefusalSink sink) {
-  if (spec.network != sandbox::NetworkMode::allowlist) return success();
+Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, asio::any_io_executor executor, RefusalSink sink,
+                                 std::shared_ptr<ApiGate> gate) {
+  if (spec.network != sandbox::NetworkMode::allowlist) {
+    if (gate) return Error::make(ErrorCode::invalid_argument, "a desk that names APIs needs network = \"allowlist\"");
+    return success();
+  }
   // The builder parsed the allowlist once (SandboxSpecBuilder::apply); the proxy takes it.
-  EgressSettings egress{spec.allowlist, spec.egress_limits};
+  EgressSettings egress{spec.allowlist, spec.egress_limits, std::move(gate)};
   spec.egress = make_egress_proxy(std::move(executor), std::move(egress), spec.egress_names, std::move(sink));
   return success();
 }

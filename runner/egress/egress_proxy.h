@@ -43,9 +43,14 @@ using RefusalSink = std::function<void(const EgressRefusal&)>;
 /// How many refusals a minute reach the sink; the rest are counted in the next report.
 inline constexpr std::uint64_t kRefusalReportsPerMinute = 60;
 
+class ApiGate;
+
 struct EgressSettings {
   policy::EgressAllowlist allowlist;
   sandbox::EgressLimits limits{};
+  /// The desk's API gate (api_gate.h): serves the origins of the APIs it names; none when it
+  /// names none.
+  std::shared_ptr<ApiGate> gate{};
   std::chrono::milliseconds head_timeout{30'000};     ///< to send the request head
   std::chrono::milliseconds resolve_timeout{10'000};
   std::chrono::milliseconds connect_timeout{10'000};  ///< per address tried
@@ -72,7 +77,8 @@ std::shared_ptr<sandbox::EgressRelaySource> make_egress_proxy(boost::asio::any_i
 /// For network = "allowlist": gives `spec` a proxy on `executor` for the allowlist and limits
 /// the spec holds (parsed once, by its builder), reporting to `sink`. Does nothing for the
 /// other modes.
-Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, boost::asio::any_io_executor executor, RefusalSink sink);
+Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, boost::asio::any_io_executor executor, RefusalSink sink,
+                                 std::shared_ptr<ApiGate> gate = {});
 
 /// "allowlist: api.example.com, *.example.org" (or "none", "host"), for /status.
 std::string describe_network(const sandbox::SandboxSettings& settings);

@@ -18,6 +18,7 @@
 
 #include "base/asio_await.h"
 #include "policy/egress_allowlist.h"
+#include "runner/egress/api_gate.h"
 #include "runner/egress/byte_relay.h"
 #include "runner/egress/proxy_request.h"
 #include "runner/egress/proxy_shared.h"
@@ -218,10 +219,58 @@ awaitable<void> fail_or_close(tcp::socket& client, Answer answer, std::string wh
   close_quietly(client);
 }
 
+// A connection for a gated origin goes to the desk's API gate once opened as the client
+// asked (a CONNECT's 200, SOCKS5's success; a plain request is handed over whole).
+awaitable<void> serve_gated(ProxyShared& shared, tcp::socket client, const ProxyTarget& target, Answer answers,
+                            const http::request<http::empty_body>* head, boost::beast::flat_buffer& buffer,
+                            const GatedApi& api) {
+  std::string already;
+  if (answers == Answer::http && head != nullptr) {
+    if (target.tunnel) {
+      const std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
+      if (auto [error, written] = co_await asio::async_write(client, asio::buffer(established), kAwait); error) co_return;
+    } else {
+      // The gate reads the request again, in origin form, with the Host the desk gave.
+      already = std::string(head->method_string()) + " " + target.origin_target + " HTTP/1.1\r\n";
+      for (const auto& field : *head) {
+        if (boost::beast::iequals(field.name_string(), "proxy-connection")) continue;
+        already.append(field.name_string()).append(": ").append(field.value()).append("\r\n");
+      }
+      already += "\r\n";
+    }
+  }
+  if (answers == Answer::socks) co_await send_socks_reply(client, SocksReply::succeeded);
+  const auto data = buffer.data();
+  already.append(static_cast<const char*>(data.data()), data.size());
+  buffer.consume(buffer.size());
+  auto& gate = *shared.settings.gate;
+  // `shared` outlives the connection (serve_counted holds it).
+  co_await gate.serve(std::move(client), api, gate.origin_for(api, target.host, target.port), std::move(already),
+                      [&shared](std::uint64_t bytes) { return shared.charge(bytes); });
+}
+
 // The checks, the connection to the origin and the relay, for an HTTP proxy request (`head`,
 // Answer::http), a SOCKS5 CONNECT, or a connection to a name's address (Answer::none).
 awaitable<void> serve_target(ProxyShared& shared, tcp::socket& client, const ProxyTarget& target, Answer answers,
                              const http::request<http::empty_body>* head, boost::beast::flat_buffer& buffer) {
+  if (shared.settings.gate) {
+    if (const auto* api = shared.settings.gate->api_for(target.host, target.port)) {
+      co_await serve_gated(shared, std::move(client), target, answers, head, buffer, *api);
+      co_return;
+    }
+    // A placeholder in the clear on its way to a place not gated for it: a leak attempt.
+    if (answers == Answer::http && head != nullptr && !target.tunnel) {
+      const auto data = buffer.data();
+      const std::string seen = origin_request_head(*head, target) +
+                               std::string(static_cast<const char*>(data.data()), data.size());
+      if (auto leaked = shared.settings.gate->placeholder_in(seen)) {
+        co_await refuse_or_close(shared, client, target, answers,
+                                 "the request carries the placeholder of " + *leaked +
+                                     ", which only its API's origins may get: a leak attempt");
+        co_return;
+      }
+    }
+  }
   if (!shared.settings.allowlist.allows_host(target.host, target.port)) {
     co_await refuse_or_close(shared, client, target, answers, "not in allowed_hosts");
     co_return;

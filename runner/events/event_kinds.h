@@ -84,6 +84,15 @@ enum class TurnEnd { no, yes, unless_rollover };
   /* The desk's egress proxy refused a request (data: host, port, why; unreported_before when \
      the rate limit held some back). Published by the proxy outside the runtime. */ \
   KIND(kNetworkRefused,         "NETWORK_REFUSED",           daemon, warn,  no,              "{at}network refused {host}:{port}: {why}", "") \
+  /* A call through a desk's API gate, once answered (data: api, method, url, rule, outcome, status). \
+     Published by the gate outside the runtime; every step is in the desk's ledger too. */ \
+  KIND(kApiCall,                "API_CALL",                  daemon, info,  no,              "{at}api {api}: {method} {url} {outcome} ({status})", "") \
+  /* The API gate refused a call (data: api, method, url, rule, why; unreported_before when the \
+     publisher's rate limit held some back, as the egress proxy's reports do). */ \
+  KIND(kApiRefused,             "API_REFUSED",               daemon, warn,  no,              "{at}api {api} refused {method} {url}: {why}", "") \
+  /* An `ask` rule holds a call for a person (data: approval, api, method, url, summary, sha256, \
+     expires_at); unanswered by expires_at, it is denied. */ \
+  KIND(kApiCallAwaitingApproval,"API_CALL_AWAITING_APPROVAL",daemon, warn,  no,              "{at}api {api}: {method} {url} waits for your approval until {expires_at}\n    {summary}\n    sha256 {sha256}\n    run `deskctl approve {approval}` or `deskctl deny {approval}`", "") \
   KIND(kProposalAccepted,       "PROPOSAL_ACCEPTED",         daemon, info,  no,              "{at}proposal {proposal} accepted by {by} ({path:path})", "") \
   KIND(kProposalRejected,       "PROPOSAL_REJECTED",         daemon, info,  no,              "{at}proposal {proposal} rejected by {by} ({path:path})", "") \
   KIND(kProposalRefused,        "PROPOSAL_REFUSED",          daemon, warn,  no,              "{at}proposal {proposal} refused: {error}", "") \

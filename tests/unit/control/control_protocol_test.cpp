@@ -47,10 +47,12 @@ TEST(ControlProtocol, TheOperationTableIsWhatTheParserKnows) {
     EXPECT_EQ(find_control_op(operation.name), &row);
     EXPECT_EQ(row.how == OpAnswer::now, row.answer != nullptr);
     EXPECT_EQ(row.how == OpAnswer::later, row.answer_later != nullptr);
-    json::object request{{"op", operation.name}, {"desk", "a"}, {"text", "t"}, {"proposal", "p-1"}, {"follow", 1}};
+    json::object request{{"op", operation.name}, {"desk", "a"}, {"text", "t"},
+                         {"proposal", "p-1"},    {"follow", 1}, {"approval", "ap-0123456789ab"}};
     EXPECT_FALSE(parse_control_request(json::serialize(request)).problem);
-    for (const auto& [field, bit] : {std::pair{"desk", kNeedsDesk}, std::pair{"text", kNeedsText},
-                                     std::pair{"proposal", kNeedsProposal}, std::pair{"follow", kNeedsFollow}}) {
+    for (const auto& [field, bit] :
+         {std::pair{"desk", kNeedsDesk}, std::pair{"text", kNeedsText}, std::pair{"proposal", kNeedsProposal},
+          std::pair{"follow", kNeedsFollow}, std::pair{"approval", kNeedsApproval}}) {
       json::object lacking = request;
       lacking.erase(field);
       EXPECT_EQ(parse_control_request(json::serialize(lacking)).problem.has_value(), (operation.needs & bit) != 0)
@@ -59,7 +61,7 @@ TEST(ControlProtocol, TheOperationTableIsWhatTheParserKnows) {
   }
   EXPECT_EQ(*unknown.problem,
             "Unknown operation 'reboot'; the operations are desks, status, send, follow, unfollow, commands, "
-            "proposals, accept, reject and reload.");
+            "proposals, accept, reject, reload, approvals, approve, deny and ledger.");
   EXPECT_EQ(find_operation("reboot"), nullptr);
   EXPECT_EQ(find_control_op("reboot"), nullptr);
 }
@@ -72,6 +74,16 @@ TEST(ControlProtocol, NamesTheFieldAnOperationLacksOrMistypes) {
   EXPECT_EQ(*parse_control_request(R"({"op": "follow", "replay": "yes"})").problem, "'replay' must be true or false.");
   EXPECT_TRUE(parse_control_request(R"({"op": "unfollow"})").problem);
   EXPECT_FALSE(parse_control_request(R"({"op": "desks"})").problem);
+  EXPECT_EQ(*parse_control_request(R"({"op": "approve"})").problem, "'approve' needs a non-empty 'approval'.");
+  EXPECT_EQ(*parse_control_request(R"({"op": "deny", "approval": 3})").problem, "'approval' must be a string.");
+  EXPECT_EQ(*parse_control_request(R"({"op": "ledger"})").problem, "'ledger' needs a non-empty 'desk'.");
+  EXPECT_EQ(*parse_control_request(R"({"op": "ledger", "desk": "a", "verify": "yes"})").problem,
+            "'verify' must be true or false.");
+  const auto ledger = parse_control_request(R"({"op": "ledger", "desk": "a", "since": "2026-12-01", "verify": true})");
+  ASSERT_FALSE(ledger.problem);
+  EXPECT_EQ(ledger.request.since, "2026-12-01");
+  EXPECT_TRUE(ledger.request.verify);
+  EXPECT_FALSE(parse_control_request(R"({"op": "approvals"})").problem) << "every desk's without a desk";
   EXPECT_FALSE(parse_control_request(R"({"op": "status", "desk": null})").problem);
 }
 

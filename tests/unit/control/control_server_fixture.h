@@ -55,6 +55,47 @@ class FakeService final : public ControlService {
     outcome.kept = {"one"};
     done(outcome);
   }
+  Result<std::vector<ApprovalSummary>> approvals(const std::string& desk) const override {
+    if (!desk.empty() && desk != "a") return Error::make(ErrorCode::not_found, "There is no desk '" + desk + "'.");
+    return std::vector<ApprovalSummary>{waiting_approval()};
+  }
+  Result<ApprovalSummary> decide_approval(const std::string& id, bool approve, const std::string& who) override {
+    if (id != "ap-0123456789ab") {
+      return Error::make(ErrorCode::not_found, "There is no request " + id + " waiting for approval on desk a.");
+    }
+    ApprovalSummary decided = waiting_approval();
+    decided.decision = approve ? "approved" : "denied";
+    decided.by = who;
+    return decided;
+  }
+  void ledger(const std::string&, const std::string& since, bool verify,
+              std::function<void(Result<LedgerReading>)> done) override {
+    if (since == "yesterday") return done(Error::make(ErrorCode::invalid_argument, "'yesterday' is not a time."));
+    LedgerReading reading;
+    reading.lines = {R"({"seq":1,"prev":"00"})", R"({"seq":2,"prev":"ab"})"};
+    if (verify) {
+      reading.verified = false;
+      reading.verified_lines = 2;
+      reading.problem = "ledger.jsonl:2: prev does not match";
+    }
+    // Later, as the daemon answers once its thread has read the files.
+    asio::post(executor_, [done = std::move(done), reading = std::move(reading)] { done(reading); });
+  }
+  static ApprovalSummary waiting_approval() {
+    ApprovalSummary approval;
+    approval.id = "ap-0123456789ab";
+    approval.desk = "a";
+    approval.api = "kite";
+    approval.method = "POST";
+    approval.url = "https://api.kite.trade/orders/regular";
+    approval.summary = "quantity=10 price=1500";
+    approval.sha256 = std::string(64, 'c');
+    approval.rule = "orders";
+    approval.asked_at = "2026-11-30T09:14:05+05:30";
+    approval.expires_at = "2026-11-30T09:15:05+05:30";
+    approval.expires_in_seconds = 60;
+    return approval;
+  }
   std::shared_ptr<desk::EventSubscription> subscribe() override { return bus.subscribe(executor_, 64); }
   EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
                               std::size_t maximum_bytes) const override {

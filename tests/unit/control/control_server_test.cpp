@@ -51,6 +51,44 @@ TEST_F(ControlServerTest, AReloadIsAnsweredWithWhatItDidOnBehalfOfThePeer) {
   EXPECT_TRUE(service_->reloads[0].starts_with("uid " + std::to_string(::geteuid()))) << service_->reloads[0];
 }
 
+TEST_F(ControlServerTest, ApprovalsAreListedAndDecidedOnBehalfOfThePeer) {
+  ControlClient client = connect();
+  auto listed = client.call(json::object{{"op", "approvals"}});
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->at("ok"), true);
+  const json::object& waiting = listed->at("approvals").as_array().at(0).as_object();
+  EXPECT_EQ(waiting.at("id"), "ap-0123456789ab");
+  EXPECT_EQ(waiting.at("url"), "https://api.kite.trade/orders/regular");
+  EXPECT_EQ(waiting.at("expires_in_seconds"), 60);
+  EXPECT_FALSE(waiting.contains("decision"));
+  auto approved = client.call(json::object{{"op", "approve"}, {"approval", "ap-0123456789ab"}});
+  ASSERT_TRUE(approved.ok());
+  EXPECT_EQ(approved->at("approval").at("decision"), "approved");
+  EXPECT_TRUE(approved->at("approval").at("by").as_string().starts_with("uid " + std::to_string(::geteuid())))
+      << approved->at("approval");
+  auto denied = client.call(json::object{{"op", "deny"}, {"approval", "ap-ffffffffffff"}});
+  ASSERT_TRUE(denied.ok());
+  EXPECT_EQ(denied->at("ok"), false);
+  EXPECT_EQ(denied->at("code"), "not_found");
+  EXPECT_EQ(denied->at("error"), "There is no request ap-ffffffffffff waiting for approval on desk a.");
+}
+
+TEST_F(ControlServerTest, TheLedgerIsAnsweredLaterWithItsLinesAndWhatVerifyingFound) {
+  ControlClient client = connect();
+  auto read = client.call(json::object{{"op", "ledger"}, {"desk", "a"}});
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->at("ok"), true);
+  EXPECT_EQ(read->at("ledger").at("lines").as_array().size(), 2u);
+  EXPECT_FALSE(read->at("ledger").as_object().contains("verified"));
+  auto verified = client.call(json::object{{"op", "ledger"}, {"desk", "a"}, {"verify", true}});
+  ASSERT_TRUE(verified.ok());
+  EXPECT_EQ(verified->at("ledger").at("verified"), false);
+  EXPECT_EQ(verified->at("ledger").at("problem"), "ledger.jsonl:2: prev does not match");
+  auto refused = client.call(json::object{{"op", "ledger"}, {"desk", "a"}, {"since", "yesterday"}});
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->at("code"), "bad_request");
+}
+
 TEST_F(ControlServerTest, AnOversizedLineGetsAnErrorAndAClose) {
   ControlClient client = connect();
   const std::string huge(kMaximumRequestBytes + 100, 'x');

@@ -190,6 +190,28 @@ TEST_F(DeskRuntimeTest, UnknownCommandNamesHelp) {
   EXPECT_EQ(reply_of(wait_for("COMMAND_ANSWERED")), "Unknown command /frobnicate. Send /help for the list of commands.");
 }
 
+// /approvals reads what the assembly gave it (the desk knows no API gate), beside a turn.
+TEST_F(DeskRuntimeTest, ApprovalsWithoutAnApiGate) {
+  start_desk();
+  ASSERT_TRUE(desk_->submit(message("/approvals")).ok());
+  EXPECT_EQ(reply_of(wait_for("COMMAND_ANSWERED")), "This desk has no API gate, so nothing waits for approval.");
+}
+
+TEST_F(DeskRuntimeTest, ApprovalsIsAnsweredBesideATurn) {
+  runner_->block = true;
+  DeskParts parts;
+  parts.approvals_text = [] { return std::string("ap-0123456789ab  kite  POST /orders/regular  expires in 41 s"); };
+  start_desk(parts);
+  ASSERT_TRUE(desk_->submit(message("long work")).ok());
+  wait_for("TURN_STARTED");
+  ASSERT_TRUE(desk_->submit(message("/approvals")).ok());
+  EXPECT_EQ(reply_of(wait_for("COMMAND_ANSWERED")), "ap-0123456789ab  kite  POST /orders/regular  expires in 41 s");
+  ASSERT_TRUE(desk_->submit(message("/help")).ok());
+  EXPECT_THAT(reply_of(wait_for("COMMAND_ANSWERED", 1)), HasSubstr("/approvals - the desk's API calls waiting"));
+  runner_->release();
+  wait_for("TURN_FINISHED");
+}
+
 TEST_F(DeskRuntimeTest, APausedDeskAnswersWithoutAskingAModel) {
   start_desk();
   ASSERT_TRUE(desk_->submit(message("/pause")).ok());

@@ -96,7 +96,7 @@ TEST(EventKindsTest, TheKindsThatEndATurn) {
 }
 
 TEST(EventKindsTest, EveryTextIsAWellFormedTemplate) {
-  const std::regex placeholder(R"(\{([a-z_]+)(:(short|prose|path|lines [0-9]+|if [^}]*|given [^}]*))?\})");
+  const std::regex placeholder(R"(\{([a-z0-9_]+)(:(short|prose|path|lines [0-9]+|if [^}]*|given [^}]*))?\})");
   for (const EventKindInfo& row : event_kinds()) {
     SCOPED_TRACE(std::string(row.name));
     // What is left once every placeholder is taken out holds no brace.

@@ -60,3 +60,37 @@ TEST(EventTextTest, WhatADeskWroteIsShownEscaped) {
 
 }  // namespace
 }  // namespace deskd::desk
+
+namespace deskd::desk {
+namespace {
+
+// The API gate's events: a call held for approval tells the person what to run, and what the
+// desk put in the URL or the body's summary reaches the terminal escaped.
+TEST(EventTextTest, TheApiGatesEventsTellWhatToDoAndEscapeTheDesksText) {
+  EXPECT_EQ(event_text(event("API_CALL", {{"api", "kite"},
+                                          {"method", "GET"},
+                                          {"url", "https://api.kite.trade/quote?i=NSE:INFY"},
+                                          {"rule", "quotes"},
+                                          {"outcome", "answered"},
+                                          {"status", 200}})),
+            "[09:14:05 IST] nifty: api kite: GET https://api.kite.trade/quote?i=NSE:INFY answered (200)\n");
+  EXPECT_EQ(event_text(event("API_CALL_AWAITING_APPROVAL", {{"approval", "ap-0123456789ab"},
+                                                            {"api", "kite"},
+                                                            {"method", "POST"},
+                                                            {"url", "https://api.kite.trade/orders/regular"},
+                                                            {"summary", "quantity=10\x1b[2K price=1500"},
+                                                            {"sha256", "ab12"},
+                                                            {"expires_at", "2026-11-30T09:15:05+05:30"}})),
+            "[09:14:05 IST] nifty: api kite: POST https://api.kite.trade/orders/regular waits for your approval until "
+            "2026-11-30T09:15:05+05:30\n    quantity=10\\e[2K price=1500\n    sha256 ab12\n"
+            "    run `deskctl approve ap-0123456789ab` or `deskctl deny ap-0123456789ab`\n");
+  EXPECT_EQ(event_text(event("API_REFUSED", {{"api", "kite"},
+                                             {"method", "DELETE"},
+                                             {"url", "https://api.kite.trade/orders/1"},
+                                             {"rule", ""},
+                                             {"why", "no rule allows it"}})),
+            "[09:14:05 IST] nifty: api kite refused DELETE https://api.kite.trade/orders/1: no rule allows it\n");
+}
+
+}  // namespace
+}  // namespace deskd::desk
