@@ -130,7 +130,10 @@ class ApiGateE2eTest : public ::testing::TestWithParam<bool> {
     auto daemon = std::make_unique<ServeDaemon>(
         std::initializer_list<DeskSetup>{DeskSetup{
             .name = kGateDesk, .script = script, .settings = "apis = [\"kite\"]\n" + desk_settings, .tables = sandbox}},
-        "", api_table(api_settings));
+        "",
+        // Node reserves address space for WebAssembly (undici's HTTP parser) far past the
+        // default 2 GiB, which an unprivileged deskd (no cgroup) sets as RLIMIT_AS.
+        "memory_mb = 16384\n" + api_table(api_settings));
     std::ofstream(daemon->folder() + "/kite.key") << key_ << "\n";
     ::chmod((daemon->folder() + "/kite.key").c_str(), 0600);
     if (before_start) before_start(*daemon);
