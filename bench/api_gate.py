@@ -23,6 +23,7 @@ most 1.3, (b) at most 2 ms added. See bench/README.md.
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -160,6 +161,8 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     arguments = parser.parse_args()
 
+    # A SIGTERM (timeout(1), a CI's stop) still stops deskd and the broker.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     folder = tempfile.mkdtemp(prefix="deskd-api-gate-bench-", dir="/var/tmp")
     os.chmod(folder, 0o755)
     broker = deskd = None
@@ -197,6 +200,8 @@ def main():
                                        capture_output=True, text=True)
                 if asked.returncode == 0:
                     break
+                if deskd.poll() is not None:
+                    sys.exit(f"api_gate: deskd exited ({deskd.returncode}); see {folder}/deskd.log")
                 time.sleep(0.2)  # deskd still starting
             while not os.path.exists(result):
                 if time.monotonic() > deadline or deskd.poll() is not None:
@@ -220,11 +225,11 @@ def main():
             ratios.append(gated_kept / direct_kept)
             added.append((gated_fresh - direct_fresh) * 1000)
             print(f"run {run}: kept alive {gated_kept * 1e6:7.0f} / {direct_kept * 1e6:7.0f} us = {ratios[-1]:.2f}x"
-                  f"   new connection {gated_fresh * 1e3:6.2f} / {direct_fresh * 1e3:6.2f} ms = +{added[-1]:.2f} ms",
+                  f"   new connection {gated_fresh * 1e3:6.2f} / {direct_fresh * 1e3:6.2f} ms = {added[-1]:+.2f} ms",
                   flush=True)
         print(f"kept-alive gated/direct: median {statistics.median(ratios):.2f}x over {arguments.runs} runs "
               f"(goal: at most 1.3)")
-        print(f"new connection's first request: median +{statistics.median(added):.2f} ms gated "
+        print(f"new connection's first request: median {statistics.median(added):+.2f} ms gated "
               f"(goal: at most 2 ms)")
         print(f"load average before: {load_before}   after: {load_average()}")
         return 0
