@@ -86,7 +86,7 @@ enum class TurnEnd { no, yes, unless_rollover };
   KIND(kNetworkRefused,         "NETWORK_REFUSED",           daemon, warn,  no,              "{at}network refused {host}:{port}: {why}", "") \
   /* A call through a desk's API gate, once answered (data: api, method, url, rule, outcome, status). \
      Published by the gate outside the runtime; every step is in the desk's ledger too. */ \
-  KIND(kApiCall,                "API_CALL",                  daemon, info,  no,              "{at}api {api}: {method} {url} {outcome} ({status})", "") \
+  KIND(kApiCall,                "API_CALL",                  daemon, debug, no,              "{at}api {api}: {method} {url} {outcome} ({status})", "") \
   /* The API gate refused a call (data: api, method, url, rule, why; unreported_before when the \
      publisher's rate limit held some back, as the egress proxy's reports do). */ \
   KIND(kApiRefused,             "API_REFUSED",               daemon, warn,  no,              "{at}api {api} refused {method} {url}: {why}", "") \
