@@ -253,7 +253,11 @@ std::optional<BudgetRefusal> BudgetKeeper::at_daily_cap() const {
   if (!caps_.daily_usd && !caps_.daily_tokens) return std::nullopt;
   std::lock_guard lock(mutex_);
   const double usd = price_ ? worst_case_usd(0, max_tokens_, *price_) : 0;
-  auto refused = check_locked(status_locked(), usd, max_tokens_);
+  // What calls under way (a /btw) reserve may yet be released: at the cap is what is spent.
+  BudgetStatus spent_only = status_locked();
+  spent_only.reserved_usd = 0;
+  spent_only.reserved_tokens = 0;
+  auto refused = check_locked(spent_only, usd, max_tokens_);
   // "At the cap": nothing of a call's worst case is asked, only that none would fit.
   if (refused) {
     refused->asked = 0;

@@ -131,8 +131,9 @@ class BudgetKeeper {
   boost::asio::awaitable<Result<void>> settle_off_loop(BudgetReservation reservation, std::string model,
                                                        std::optional<Usage> usage);
 
-  /// Whether even a call of no input (max_tokens alone) would pass a daily cap: the desk is
-  /// at its cap and a trigger is answered at once with the refusal.
+  /// Whether, with what is spent today, even a call of no input (max_tokens alone) would
+  /// pass a daily cap: the desk is at its cap and a trigger is answered at once with the
+  /// refusal. What calls under way reserve is left out (it may yet be released).
   std::optional<BudgetRefusal> at_daily_cap() const;
 
   /// A turn of the desk starts or ends: per_turn_usd counts the calls between (its
