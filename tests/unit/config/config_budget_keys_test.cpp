@@ -15,11 +15,11 @@ namespace deskd::app {
 namespace {
 
 using ::testing::AllOf;
+using testing::ConfigTest;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ::testing::StartsWith;
-using testing::ConfigTest;
 using testing::kAlpha;
+using ::testing::StartsWith;
 
 constexpr const char* kPricedModel = R"([model]
 model = "m"

@@ -38,7 +38,9 @@ class BudgetKeeperTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(root_); }
 
-  BudgetKeeper keeper(BudgetCaps caps) { return BudgetKeeper(clock_, *usage_, caps, kMaxTokens, root_ / "budget.json"); }
+  BudgetKeeper keeper(BudgetCaps caps) {
+    return BudgetKeeper(clock_, *usage_, caps, kMaxTokens, root_ / "budget.json");
+  }
 
   static BudgetReservation reserved(BudgetKeeper& keeper, std::uint64_t input = kInput) {
     auto answer = keeper.reserve(input);
