@@ -175,6 +175,16 @@ TEST(BudgetE2eTest, FourSubagentsStartedAtOnceCannotTogetherPassTheCap) {
   EXPECT_LE(spent, 0.35) << "the cap was overshot";
   EXPECT_GT(spent, 0.29) << "three subagents' calls are counted";
   EXPECT_EQ(reply.at("budget").at("reserved_usd").to_number<double>(), 0.0);
+
+  // Raised, the desk goes on from its session: its model reads the refused subagent's error
+  // among the tool results.
+  ASSERT_EQ(daemon.deskctl({"budget", "alpha", "--add", "1"}).exit_code, 0);
+  server.enqueue(FakeResponse::event_stream({{priced_reply("Three counted, one refused.", 1'000, 10)}}));
+  const DeskctlResult next = daemon.deskctl({"ask", "alpha", "Go on."});
+  EXPECT_EQ(next.exit_code, 0) << next.output << next.error_output;
+  ASSERT_EQ(server.requests().size(), 5u);
+  EXPECT_NE(server.requests()[4].body.find("failed: the desk's daily budget of $0.35 is reached"), std::string::npos)
+      << server.requests()[4].body;
 }
 
 TEST(BudgetE2eTest, SpendingCountsForItsIndiaDayOnly) {
