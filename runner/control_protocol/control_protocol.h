@@ -56,7 +56,8 @@ enum OpNeeds : unsigned {
   OPERATION(kApprovals, "approvals", kNeedsNothing)  /* every desk's without "desk" */ \
   OPERATION(kApprove,   "approve",   kNeedsApproval) \
   OPERATION(kDeny,      "deny",      kNeedsApproval) \
-  OPERATION(kLedger,    "ledger",    kNeedsDesk)     /* optional "since", "verify" */
+  OPERATION(kLedger,    "ledger",    kNeedsDesk)     /* optional "since", "verify" */ \
+  OPERATION(kBudget,    "budget",    kNeedsDesk)     /* optional "add_usd": raises today's cap */
 // clang-format on
 
 /// An operation of the protocol.
@@ -90,6 +91,7 @@ inline constexpr std::string_view kFollow = "follow";      ///< unfollow: the fo
 inline constexpr std::string_view kApproval = "approval";  ///< approve, deny: an approval id ("ap-...")
 inline constexpr std::string_view kSince = "since";        ///< ledger: an ISO 8601 time or YYYY-MM-DD (India)
 inline constexpr std::string_view kVerify = "verify";      ///< ledger: true to verify the hash chain
+inline constexpr std::string_view kAddUsd = "add_usd";     ///< budget: US dollars added to today's cap
 inline constexpr std::string_view kOk = "ok";              ///< a reply: true, or false with code and error
 inline constexpr std::string_view kCode = "code";
 inline constexpr std::string_view kError = "error";
@@ -127,6 +129,7 @@ struct ControlRequest {
   std::optional<std::string> approval;       ///< approve/deny
   std::optional<std::string> since;          ///< ledger: only lines at or after this time
   bool verify = false;                       ///< ledger: verify the chain too
+  std::optional<double> add_usd;             ///< budget: a positive amount, when raising
 };
 
 /// A parsed line: the request, or the problem with it (and the id, when one was readable).

@@ -65,6 +65,10 @@ enum class TurnEnd { no, yes, unless_rollover };
   KIND(kModelReplyCut,          "MODEL_REPLY_CUT",           desk,   warn,  no,              "{at}the model's reply was cut at {limit}; {advice}", "") \
   KIND(kTurnFailed,             "TURN_FAILED",               desk,   warn,  unless_rollover, "{at}turn failed: {error}", "") \
   KIND(kTurnStopped,            "TURN_STOPPED",              desk,   info,  yes,             "{at}turn stopped ({reason})", "") \
+  /* A spend cap ([desk.budget]) stopped the turn before a model call, or answered a trigger at \
+     once (data: trigger, cap, value, spent, reserved, asked, resets, reason; amounts in the \
+     cap's unit: dollars, or tokens for daily_tokens). */ \
+  KIND(kBudgetReached,          "BUDGET_REACHED",            desk,   warn,  yes,             "{at}budget reached: {reason}", "") \
   KIND(kModelText,              "MODEL_TEXT",                desk,   debug, no,              "{at}{text:prose}", "") \
   KIND(kModelRetrying,          "MODEL_RETRYING",            desk,   debug, no,              "{at}the model call failed and is retried: {reason}", "") \
   KIND(kToolCalled,             "TOOL_CALLED",               desk,   debug, no,              "{at}> {tool} {input:short}", "") \
