@@ -444,6 +444,11 @@ ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file
   config_detail::SandboxPlaces global_places;
   read_sandbox_table(reader.table("sandbox"), config.sandbox, global_places, context);
 
+  config_detail::BudgetPlaces global_budget;
+  TableReader budget_reader(reader.table("budget"), "[budget]", context);
+  config_detail::read_budget(budget_reader, config.budget, global_budget);
+  budget_reader.report_unknown_keys();
+
   // Before the desks: every credential's key file is one of the daemon's paths, hidden from
   // each desk, and the desks name the APIs.
   std::vector<config_detail::ApiDraft> apis;
@@ -451,7 +456,7 @@ ConfigLoad parse_config(std::string_view text, const std::filesystem::path& file
   for (const auto& api : apis) config.apis.push_back(api.spec);
 
   if (const toml::node* desks = reader.find("desk")) {
-    config_detail::read_desks(*desks, global_places, model_reader.position(), apis, config, context);
+    config_detail::read_desks(*desks, global_places, global_budget, model_reader.position(), apis, config, context);
     check_desk_uid_count(config, desk_uid_count_position, context);
   } else {
     context.problems.add(context.problems.at(0, 0), "no [[desk]] table: deskd needs at least one desk");

@@ -26,6 +26,7 @@
 
 #include "base/result.h"
 #include "policy/api_rules.h"
+#include "runner/desk/budget_keeper.h"
 #include "runner/desk/schedule.h"
 #include "sandbox/host_view.h"
 #include "sandbox/sandbox_spec.h"
@@ -138,6 +139,10 @@ struct ModelConfig {
 /// desk's Confinement, the one list both the mounts and the file tools use.
 using SandboxConfig = sandbox::SandboxSettings;
 
+/// [budget] and a desk's [desk.budget] (a desk's table starts as a copy of [budget]): the
+/// desk's spend caps, each optional and positive (runner/desk/budget_keeper.h holds them).
+using BudgetConfig = desk::BudgetCaps;
+
 struct DeskConfig {
   std::string name;
   ConfigPosition position;              ///< where its [[desk]] table starts
@@ -161,6 +166,7 @@ struct DeskConfig {
   std::vector<std::filesystem::path> proposable_paths;
   SandboxConfig sandbox;
   ModelConfig model;
+  BudgetConfig budget;
   std::optional<std::filesystem::path> skills_folder;
   std::optional<std::filesystem::path> market_holidays;
   std::vector<desk::Schedule> schedules;
@@ -177,6 +183,7 @@ struct Config {
   /// Where [runner] state_folder was written; for the default, [runner]'s header or the file.
   ConfigPosition state_folder_position;
   ModelConfig model;
+  BudgetConfig budget;
   SandboxConfig sandbox;
   std::vector<DeskConfig> desks;
   /// Every [[api]] (docs/API_GATE.md), whether a desk names it or not.

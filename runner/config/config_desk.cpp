@@ -160,14 +160,16 @@ void read_readable_desks(TableReader& reader, DeskDraft& draft) {
 }
 
 DeskDraft read_desk(const toml::table& table, const Config& config, const SandboxPlaces& global,
-                    ConfigPosition model_position, std::map<std::string, std::uint32_t>& desk_names,
-                    LoadContext& context) {
+                    const BudgetPlaces& global_budget, ConfigPosition model_position,
+                    std::map<std::string, std::uint32_t>& desk_names, LoadContext& context) {
   TableReader reader(&table, "[[desk]]", context);
   DeskDraft draft;
   DeskConfig& desk = draft.desk;
   desk.position = reader.position();
   desk.sandbox = config.sandbox;
   desk.model = config.model;
+  desk.budget = config.budget;
+  draft.budget_places = global_budget;
 
   if (auto name = required_string(reader, "name")) {
     const toml::node& node = *reader.find("name");
@@ -216,6 +218,10 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const Sandbo
   model_reader.report_unknown_keys();
   draft.model_position = model_table != nullptr ? model_reader.position() : model_position;
   if (draft.model_position.line == 0) draft.model_position = desk.position;
+
+  TableReader budget_reader(reader.table("budget"), "[desk.budget]", context);
+  read_budget(budget_reader, desk.budget, draft.budget_places);
+  budget_reader.report_unknown_keys();
 
   read_schedules(reader, context, desk.schedules);
   reader.report_unknown_keys();
@@ -282,8 +288,8 @@ void check_disk_quota(const DeskDraft& draft, ProblemList& problems) {
 
 }  // namespace
 
-void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position,
-                std::span<const ApiDraft> apis, Config& config, LoadContext& context) {
+void read_desks(const toml::node& node, const SandboxPlaces& global, const BudgetPlaces& global_budget,
+                ConfigPosition model_position, std::span<const ApiDraft> apis, Config& config, LoadContext& context) {
   const auto* array = node.as_array();
   if (array == nullptr || (!array->empty() && !array->is_array_of_tables())) {
     context.problems.add(context.where(node.source()), "'desk' must be an array of tables, each written [[desk]]");
@@ -296,7 +302,8 @@ void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosit
   std::map<std::string, std::uint32_t> desk_names;
   std::vector<DeskDraft> drafts;
   for (const auto& element : *array) {
-    drafts.push_back(read_desk(*element.as_table(), config, global, model_position, desk_names, context));
+    drafts.push_back(
+        read_desk(*element.as_table(), config, global, global_budget, model_position, desk_names, context));
   }
   give_desks_their_apis(drafts, apis, context.problems);
 
@@ -310,6 +317,7 @@ void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosit
   }
   for (auto& draft : drafts) {
     check_model(draft.desk.model, draft.model_position, context.problems);
+    check_budget(draft.desk, draft.budget_places, context.problems);
     check_disk_quota(draft, context.problems);
     for (const auto& name : draft.desk.sandbox.environment_variables) {
       if (key_variables.contains(name)) {

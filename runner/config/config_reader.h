@@ -113,6 +113,12 @@ struct SandboxPlaces {
 /// Reads [desk] tables' model and sandbox overrides with the same readers as the defaults.
 void read_model(TableReader& reader, ModelConfig& model, LoadContext& context);
 void read_sandbox(TableReader& reader, SandboxConfig& sandbox, SandboxPlaces& places, LoadContext& context);
+/// Reads a [budget] or [desk.budget] table over `budget` (config_budget.cpp), noting where
+/// each dollar cap was written in `places`.
+void read_budget(TableReader& reader, BudgetConfig& budget, BudgetPlaces& places);
+/// Refuses a dollar cap on a desk whose model has no price for its model name (a cap that
+/// could not be held), at the cap's position.
+void check_budget(const DeskConfig& desk, const BudgetPlaces& places, ProblemList& problems);
 
 struct ApiDraft;
 
@@ -120,7 +126,7 @@ struct ApiDraft;
 /// each desk's hidden paths with `global` ([sandbox]'s), the daemon's paths and the other
 /// desks' folders and hidden paths, and judging the desk folders together; each desk's
 /// 'apis' is resolved against `apis` (config_api.h).
-void read_desks(const toml::node& node, const SandboxPlaces& global, ConfigPosition model_position,
-                std::span<const ApiDraft> apis, Config& config, LoadContext& context);
+void read_desks(const toml::node& node, const SandboxPlaces& global, const BudgetPlaces& global_budget,
+                ConfigPosition model_position, std::span<const ApiDraft> apis, Config& config, LoadContext& context);
 
 }  // namespace deskd::app::config_detail

@@ -37,6 +37,13 @@ class ProblemList {
 /// A resolved path and where the file named it. `state_folder` marks the daemon's state
 /// folder, which no desk folder may lie inside or hold; `socket` its socket, which no desk
 /// folder may hold.
+/// Where the dollar caps that apply to a desk were written ([desk.budget]'s or [budget]'s),
+/// for the problems found once its model is known.
+struct BudgetPlaces {
+  std::optional<ConfigPosition> daily_usd;
+  std::optional<ConfigPosition> per_turn_usd;
+};
+
 struct PlacedPath {
   std::filesystem::path path;
   ConfigPosition position;

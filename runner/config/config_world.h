@@ -27,6 +27,7 @@ struct DeskDraft {
   /// For each of desk.readable_desk_folders: the desk's name and where 'readable_desks' named it.
   std::vector<std::pair<std::string, ConfigPosition>> readable_folder_names;
   ConfigPosition model_position;       ///< [desk.model], else [model], for problems of the model
+  BudgetPlaces budget_places;          ///< where its dollar caps were written
   std::optional<ConfigPosition> disk_quota_position;  ///< where its disk_quota_mb was written, if it was
   /// Where the 'allowed_hosts' it takes was written ([desk.sandbox]'s or [sandbox]'s), if anywhere.
   std::optional<ConfigPosition> allowed_hosts_position;

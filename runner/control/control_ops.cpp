@@ -85,6 +85,25 @@ json::object ledger_reply(const LedgerReading& reading) {
   return object;
 }
 
+json::object budget_reply(const desk::BudgetStatus& status) {
+  json::object object{{"spent_usd", status.spent_usd},       {"spent_tokens", status.spent_tokens},
+                      {"reserved_usd", status.reserved_usd}, {"reserved_tokens", status.reserved_tokens},
+                      {"added_usd", status.added_usd},       {"resets", status.resets}};
+  // A cap the desk does not have is absent, and so is what is left of it.
+  if (status.caps.daily_usd) {
+    const double cap = *status.caps.daily_usd + status.added_usd;
+    object["daily_usd"] = cap;
+    object["left_usd"] = std::max(0.0, cap - status.spent_usd - status.reserved_usd);
+  }
+  if (status.caps.daily_tokens) {
+    const std::uint64_t used = status.spent_tokens + status.reserved_tokens;
+    object["daily_tokens"] = *status.caps.daily_tokens;
+    object["left_tokens"] = used >= *status.caps.daily_tokens ? 0 : *status.caps.daily_tokens - used;
+  }
+  if (status.caps.per_turn_usd) object["per_turn_usd"] = *status.caps.per_turn_usd;
+  return object;
+}
+
 json::array names(const std::vector<std::string>& list) {
   json::array array;
   for (const auto& name : list) array.emplace_back(name);
@@ -180,6 +199,11 @@ void answer_ledger(ControlService& service, const ControlRequest& request, const
                  });
 }
 
+// Who raised a cap is the peer as the server knows it, as for approvals.
+Result<json::object> answer_budget(ControlService& service, const ControlRequest& request, const std::string& sender) {
+  return reply("budget", service.budget(*request.desk, request.add_usd, sender), budget_reply);
+}
+
 // The newest REFUSED events the daemon keeps (EventHistory), oldest first: read a page at a
 // time, so that the walk never copies the whole history at once.
 Result<json::object> answer_refusals(ControlService& service, const ControlRequest& request, const std::string&) {
@@ -220,6 +244,7 @@ constexpr ControlOp kOperations[] = {
     {op::kApprove,   OpAnswer::now,      answer_approve,   nullptr},
     {op::kDeny,      OpAnswer::now,      answer_deny,      nullptr},
     {op::kLedger,    OpAnswer::later,    nullptr,          answer_ledger},
+    {op::kBudget,    OpAnswer::now,      answer_budget,    nullptr},
     {op::kRefusals,  OpAnswer::now,      answer_refusals,  nullptr},
 };
 // clang-format on

@@ -15,6 +15,7 @@
 #include "base/result.h"
 #include "runner/control/control_values.h"
 #include "runner/control/event_history.h"
+#include "runner/desk/budget_keeper.h"
 #include "runner/desk/desk_runtime.h"
 #include "runner/events/event_bus.h"
 #include "runner/tools/proposal_store.h"
@@ -55,6 +56,11 @@ class ControlService {
   /// off it).
   virtual void ledger(const std::string& desk, const std::string& since, bool verify,
                       std::function<void(Result<LedgerReading>)> done) = 0;
+  /// A desk's spend caps today, with what is spent, reserved and left; with `add_usd`, first
+  /// raises today's dollar cap by it on behalf of `who` (for the rest of the India day, kept
+  /// across a restart). Refused for a desk that is not running or has no daily_usd cap.
+  virtual Result<desk::BudgetStatus> budget(const std::string& desk, std::optional<double> add_usd,
+                                            const std::string& who) = 0;
   /// Reads the config again and applies it on behalf of `who`; `done` gets the outcome
   /// later, on the event loop (a reload waits for the turns of the desks it stops).
   virtual void reload(const std::string& who, std::function<void(Result<ReloadOutcome>)> done) = 0;

@@ -98,6 +98,14 @@ ParsedRequest parse_control_request(std::string_view line) {
     }
     request.verify = verify->as_bool();
   }
+  if (const json::value* add = object.if_contains(field::kAddUsd)) {
+    // The amount's sense (positive, not absurd) is the budget keeper's to judge; here only its type.
+    if (!add->is_number()) {
+      parsed.problem = "'add_usd' must be a number of US dollars.";
+      return parsed;
+    }
+    request.add_usd = add->to_number<double>();
+  }
   // What each operation needs, checked here (as its row in the table says) so that every
   // handler can rely on it.
   const auto needs = [&](const std::optional<std::string>& given, std::string_view name) {

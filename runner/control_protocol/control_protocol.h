@@ -57,6 +57,7 @@ enum OpNeeds : unsigned {
   OPERATION(kApprove,   "approve",   kNeedsApproval) \
   OPERATION(kDeny,      "deny",      kNeedsApproval) \
   OPERATION(kLedger,    "ledger",    kNeedsDesk)     /* optional "since", "verify" */ \
+  OPERATION(kBudget,    "budget",    kNeedsDesk)     /* optional "add_usd": raises today's cap */ \
   OPERATION(kRefusals,  "refusals",  kNeedsNothing)  /* every desk's without "desk" */
 // clang-format on
 
@@ -91,6 +92,7 @@ inline constexpr std::string_view kFollow = "follow";      ///< unfollow: the fo
 inline constexpr std::string_view kApproval = "approval";  ///< approve, deny: an approval id ("ap-...")
 inline constexpr std::string_view kSince = "since";        ///< ledger: an ISO 8601 time or YYYY-MM-DD (India)
 inline constexpr std::string_view kVerify = "verify";      ///< ledger: true to verify the hash chain
+inline constexpr std::string_view kAddUsd = "add_usd";     ///< budget: US dollars added to today's cap
 inline constexpr std::string_view kOk = "ok";              ///< a reply: true, or false with code and error
 inline constexpr std::string_view kCode = "code";
 inline constexpr std::string_view kError = "error";
@@ -128,6 +130,7 @@ struct ControlRequest {
   std::optional<std::string> approval;       ///< approve/deny
   std::optional<std::string> since;          ///< ledger: only lines at or after this time
   bool verify = false;                       ///< ledger: verify the chain too
+  std::optional<double> add_usd;             ///< budget: a positive amount, when raising
 };
 
 /// A parsed line: the request, or the problem with it (and the id, when one was readable).

@@ -196,6 +196,7 @@ Result<control::DeskStatus> Daemon::status(const std::string& desk_name) const {
   if (!slot.desk) return status;
   control::DeskStatus::Details details;
   details.usage = slot.desk->usage_tracker->describe();
+  if (std::string caps = slot.desk->budget->describe(); !caps.empty()) details.usage += "\n" + caps;
   const auto now = clock_.now();
   for (const auto& schedule : slot.config.schedules) {
     auto next = desk::next_firing(schedule, now, slot.desk->market_status.get());
@@ -206,6 +207,23 @@ Result<control::DeskStatus> Daemon::status(const std::string& desk_name) const {
   }
   status.details = std::move(details);
   return status;
+}
+
+Result<desk::BudgetStatus> Daemon::budget(const std::string& desk_name, std::optional<double> add_usd,
+                                          const std::string& who) {
+  auto found = slots_.find(desk_name);
+  if (found == slots_.end()) return unknown_desk(desk_name);
+  const Slot& slot = *found->second;
+  if (!slot.desk) {
+    return Error::make(ErrorCode::refused, "Desk '" + desk_name + "' is not running, so its budget cannot be read or "
+                                           "raised now; try again once it runs.");
+  }
+  if (!add_usd) return slot.desk->budget->status();
+  DESKD_ASSIGN_OR_RETURN(desk::BudgetStatus raised, slot.desk->budget->add_today(*add_usd));
+  log_.info("today's daily_usd cap of desk " + desk_name + " raised by " + desk::budget_dollars(*add_usd) + " to " +
+                desk::budget_dollars(*raised.caps.daily_usd + raised.added_usd) + " by " + who,
+            about_desk(desk_name));
+  return raised;
 }
 
 void Daemon::send(const std::string& desk_name, const std::string& text, const std::string& sender,

@@ -99,6 +99,8 @@ class Daemon final : public control::ControlService {
                                                    const std::string& who) override;
   void ledger(const std::string& desk, const std::string& since, bool verify,
               std::function<void(Result<control::LedgerReading>)> done) override;
+  Result<desk::BudgetStatus> budget(const std::string& desk, std::optional<double> add_usd,
+                                    const std::string& who) override;
   std::shared_ptr<desk::EventSubscription> subscribe() override;
   control::EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
                                        std::size_t maximum_bytes) const override;

@@ -99,7 +99,8 @@ void add_subagent_tool(boost::asio::any_io_executor executor, const DeskConfig& 
   model::SubagentSettings settings;
   settings.system_prompt = subagent_prompt(desk_config);
   registry.add(std::make_unique<model::StartSubagentTool>(desk.subagents, std::move(make_provider),
-                                                          std::move(make_tools), desk.usage_tracker.get(), clock,
+                                                          std::move(make_tools), desk.usage_tracker.get(),
+                                                          desk.budget.get(), clock,
                                                           std::move(settings)));
 }
 
@@ -235,6 +236,12 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   desk->usage_tracker = std::make_unique<desk::UsageTracker>(clock, state / "usage.json", price_table(desk_config.model),
                                                          desk_config.model.model);
   (void)desk->usage_tracker->load();  // a damaged file starts the day empty; record() replaces it
+  desk->budget = std::make_unique<desk::BudgetKeeper>(clock, *desk->usage_tracker, desk_config.budget,
+                                                      desk_config.model.max_tokens, state / "budget.json");
+  // A damaged raise file counts as no raise: the configured caps hold (fail closed).
+  if (auto loaded = desk->budget->load(); !loaded.ok()) {
+    if (auto log = DeskdLog::installed()) log->error(loaded.error().what, about_desk(desk_config.name));
+  }
   desk->market_status = std::make_unique<desk::MarketStatus>();
   if (desk_config.market_holidays) {
     auto market = desk::MarketStatus::load(*desk_config.market_holidays);
@@ -260,13 +267,15 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   runner_settings.max_tokens = desk_config.model.max_tokens;
   runner_settings.continue_after_max_tokens = desk_config.model.continue_after_max_tokens;
   auto runner = std::make_shared<model::ModelTurnRunner>(*provider, registry, runner_settings,
-                                                         desk->session_keeper.get(), desk->usage_tracker.get());
+                                                         desk->session_keeper.get(), desk->usage_tracker.get(),
+                                                         desk->budget.get());
 
   desk::DeskParts parts;
   parts.tool_registry = registry;
   parts.session_keeper = desk->session_keeper.get();
   parts.skill_library = desk->skill_library.get();
   parts.usage_tracker = desk->usage_tracker.get();
+  parts.budget = desk->budget.get();
   parts.market_status = desk->market_status.get();
   parts.journal = &*desk->journal;
   parts.subagents = desk->subagents.get();

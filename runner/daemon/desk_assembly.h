@@ -17,6 +17,7 @@
 #include "policy/path_policy.h"
 #include "runner/config/config.h"
 #include "runner/daemon/desk_ids.h"
+#include "runner/desk/budget_keeper.h"
 #include "runner/desk/desk_runtime.h"
 #include "runner/desk/market_status.h"
 #include "runner/desk/refusal_recorder.h"
@@ -45,6 +46,8 @@ struct AssembledDesk {
   std::optional<desk::Journal> journal;
   std::unique_ptr<desk::SessionKeeper> session_keeper;
   std::unique_ptr<desk::UsageTracker> usage_tracker;
+  /// Its spend caps, over the usage tracker (declared after it, so destroyed before it).
+  std::unique_ptr<desk::BudgetKeeper> budget;
   std::unique_ptr<desk::MarketStatus> market_status;
   std::unique_ptr<desk::SkillLibrary> skill_library;
   std::shared_ptr<desk::SubagentBoard> subagents;

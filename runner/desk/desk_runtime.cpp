@@ -7,6 +7,7 @@
 #include "base/exception_text.h"
 #include <future>
 
+#include "runner/desk/budget_keeper.h"
 #include "runner/desk/desk_core.h"
 #include "runner/desk/market_status.h"
 #include "runner/desk/session_keeper.h"
@@ -52,6 +53,17 @@ struct TurnCompletion {
   std::exception_ptr error;
   TurnOutcome outcome;
 };
+
+// The refusal a turn ended with, when a spend cap ended it.
+std::optional<BudgetRefusal> budget_refusal(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const BudgetReached& reached) {
+    return reached.refusal();
+  } catch (...) {
+    return std::nullopt;
+  }
+}
 
 bool is_cancellation(const std::exception_ptr& error) {
   try {
@@ -189,6 +201,9 @@ std::string DeskCore::context_line(const Trigger& trigger) const {
   if (trigger.redelivered && !trigger.redelivery_reason.empty()) woke += " (" + trigger.redelivery_reason + ")";
   std::string line = "It is " + format_india_time(now) + ". Woken by " + woke + ".";
   if (parts.market_status != nullptr) line += "\n" + parts.market_status->describe(now);
+  if (parts.budget != nullptr) {
+    if (std::string left = parts.budget->context_line(); !left.empty()) line += "\n" + left;
+  }
   return line;
 }
 
@@ -200,6 +215,17 @@ awaitable<void> DeskCore::handle(Trigger trigger) {
              {"reply", "The desk is paused, so no model was asked. Send /resume to let it work again."}});
     finish(trigger);
     co_return;
+  }
+  if (parts.budget != nullptr) {
+    // At a daily cap no model is asked: the trigger is answered with the cap, until the
+    // next India day or a raise (deskctl budget --add).
+    if (auto reached = parts.budget->at_daily_cap()) {
+      json::object data = reached->data();
+      data["trigger"] = trigger.id;
+      publish(event_kind::kBudgetReached, std::move(data));
+      finish(trigger);
+      co_return;
+    }
   }
   if (parts.session_keeper != nullptr && parts.session_keeper->needs_rollover()) {
     try {
@@ -221,6 +247,7 @@ awaitable<void> DeskCore::run_turn(const Trigger& trigger, std::string message) 
   stop_requested = false;
   delivered_steering.clear();
   publish(event_kind::kTurnStarted, {{"trigger", trigger.id}});
+  if (parts.budget != nullptr) parts.budget->begin_turn();
 
   auto stop = std::make_shared<asio::cancellation_signal>();
   turn_stop = stop;
@@ -261,6 +288,7 @@ awaitable<void> DeskCore::run_turn(const Trigger& trigger, std::string message) 
     }
   }
   co_await asio::this_coro::throw_if_cancelled(true);
+  if (parts.budget != nullptr) parts.budget->end_turn();
 
   if (!completion->error) {
     json::object finished{{"trigger", trigger.id}, {"reply", completion->outcome.reply}};
@@ -272,6 +300,10 @@ awaitable<void> DeskCore::run_turn(const Trigger& trigger, std::string message) 
             {{"trigger", trigger.id}, {"stalled", true},
              {"error", "The turn made no progress for " + std::to_string(settings.stall_timeout.count() / 1000.0).substr(0, 5) +
                            " seconds (no model output, no tool event) and was ended as stalled."}});
+  } else if (auto refusal = budget_refusal(completion->error)) {
+    json::object data = refusal->data();
+    data["trigger"] = trigger.id;
+    publish(event_kind::kBudgetReached, std::move(data));
   } else if (is_cancellation(completion->error) && (stop_requested || desk_stopping)) {
     publish(event_kind::kTurnStopped, {{"trigger", trigger.id}, {"reason", desk_stopping ? "the desk stopped" : "/stop"}});
   } else {

@@ -33,6 +33,7 @@ class ToolRegistry;
 
 namespace deskd::desk {
 
+class BudgetKeeper;
 class Journal;
 class MarketStatus;
 struct DeskCore;
@@ -64,6 +65,10 @@ struct DeskParts {
   SessionKeeper* session_keeper = nullptr;
   const SkillLibrary* skill_library = nullptr;
   UsageTracker* usage_tracker = nullptr;
+  /// The desk's spend caps: a trigger that comes at a daily cap is answered at once with
+  /// BUDGET_REACHED, a turn whose call was refused ends with it, and the context line says
+  /// what is left. Its calls are reserved by the turn runner, which holds it too.
+  BudgetKeeper* budget = nullptr;
   const MarketStatus* market_status = nullptr;
   Journal* journal = nullptr;
   /// The desk's subagents, for /agents; the desk attaches its publish to it while it runs.

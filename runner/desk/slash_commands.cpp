@@ -11,6 +11,7 @@
 #include "runner/desk/desk_core.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/skill_library.h"
+#include "runner/desk/budget_keeper.h"
 #include "runner/desk/usage_tracker.h"
 #include "runner/events/india_time.h"
 
@@ -40,6 +41,15 @@ std::string seconds_since(std::chrono::system_clock::time_point start, std::chro
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) + " s";
 }
 
+// Today's usage, and the spend caps with what is spent, reserved and left (/usage, /status).
+std::string usage_text(const DeskCore& core) {
+  std::string text = core.parts.usage_tracker ? core.parts.usage_tracker->describe() : "This desk tracks no usage.";
+  if (core.parts.budget != nullptr) {
+    if (std::string budget = core.parts.budget->describe(); !budget.empty()) text += "\n" + budget;
+  }
+  return text;
+}
+
 std::string status_text(DeskCore& core) {
   std::string text = "Desk " + core.settings.name + ": ";
   if (core.state == DeskState::running && core.running_trigger) {
@@ -56,7 +66,7 @@ std::string status_text(DeskCore& core) {
   text += "\nMode: " + core.settings.mode;
   if (!core.settings.network.empty()) text += "\nNetwork: " + core.settings.network;
   text += std::string("\nPaused: ") + (core.paused ? "yes" : "no");
-  text += "\n" + (core.parts.usage_tracker ? core.parts.usage_tracker->describe() : std::string("Usage today: not tracked"));
+  text += "\n" + (core.parts.usage_tracker ? usage_text(core) : std::string("Usage today: not tracked"));
   return text;
 }
 
@@ -123,10 +133,8 @@ void switch_pause(DeskCore& core, Trigger& trigger, const ParsedCommand& command
 const SlashCommand kCommands[] = {
     {"/status", "what the desk is doing, its queue, session, mode and today's usage",
      [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { reply_now(core, trigger, command, status_text(core)); }},
-    {"/usage", "today's model usage (the desk's and its subagents') and its estimated cost",
-     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) {
-       reply_now(core, trigger, command, core.parts.usage_tracker ? core.parts.usage_tracker->describe() : "This desk tracks no usage.");
-     }},
+    {"/usage", "today's model usage (the desk's and its subagents'), its estimated cost, and the spend caps",
+     [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { reply_now(core, trigger, command, usage_text(core)); }},
     {"/help", "this list", help},
     {"/skills", "the desk's skills",
      [](DeskCore& core, Trigger& trigger, const ParsedCommand& command) { reply_now(core, trigger, command, skills_text(core)); }},

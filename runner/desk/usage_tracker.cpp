@@ -239,12 +239,27 @@ Result<void> UsageTracker::record(std::string_view model, const std::optional<Us
 
 // By value: the coroutine starts only when awaited, and may outlive the caller's arguments.
 boost::asio::awaitable<Result<void>> UsageTracker::record_off_loop(std::string model, std::optional<Usage> usage) {
-  std::string contents;
-  {
-    std::lock_guard lock(mutex_);
-    contents = count(model, usage);
+  Counted counted = count_request(model, usage);
+  co_return co_await save_off_loop(std::move(counted.contents));
+}
+
+UsageTracker::Counted UsageTracker::count_request(std::string_view model, const std::optional<Usage>& usage) {
+  std::lock_guard lock(mutex_);
+  Counted counted{count(model, usage), std::nullopt};
+  if (usage) {
+    if (const auto found = find_price(prices_, model, configured_model_)) counted.cost_usd = cost_of(*usage, found->price);
   }
+  return counted;
+}
+
+boost::asio::awaitable<Result<void>> UsageTracker::save_off_loop(std::string contents) {
   co_return co_await save_file_off_loop(file_, std::move(contents), "today's usage");
+}
+
+std::optional<ModelPrice> UsageTracker::configured_price() const {
+  const auto found = find_price(prices_, configured_model_, configured_model_);
+  if (!found) return std::nullopt;
+  return found->price;
 }
 
 DailyUsage UsageTracker::today() const {

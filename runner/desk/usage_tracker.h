@@ -76,6 +76,22 @@ class UsageTracker {
   /// uses, so that its save never holds up the daemon's other work.
   boost::asio::awaitable<Result<void>> record_off_loop(std::string model, std::optional<Usage> usage);
 
+  /// What one counted request left: the file's new contents, to be saved with
+  /// save_off_loop(), and the request's cost (nullopt: no price, or no token counts).
+  struct Counted {
+    std::string contents;
+    std::optional<double> cost_usd;
+  };
+  /// The counting half of record_off_loop(), for the budget keeper, which counts under its
+  /// own lock so that a settled call is never both spent and still reserved.
+  Counted count_request(std::string_view model, const std::optional<Usage>& usage);
+  /// The saving half: writes `contents` (from count_request) off the event loop.
+  boost::asio::awaitable<Result<void>> save_off_loop(std::string contents);
+
+  /// The price of the model the desk's config names, as find_price finds it; nullopt when
+  /// the price table has none (the budget keeper prices a call's worst case with it).
+  std::optional<ModelPrice> configured_price() const;
+
   /// Today's usage with costs; empty once the India day has changed.
   DailyUsage today() const;
 

@@ -36,9 +36,10 @@ json::object request_for(const deskctl::Command& command, const DeskctlRequest& 
     case deskctl::Takes::proposal: request[field::kProposal] = options.desk; break;
     case deskctl::Takes::approval: request[field::kApproval] = options.desk; break;
   }
-  // Options only some commands have (ledger's): absent unless given.
+  // Options only some commands have (ledger's, budget's): absent unless given.
   if (!options.since.empty()) request[field::kSince] = options.since;
   if (options.verify) request[field::kVerify] = true;
+  if (options.add_usd) request[field::kAddUsd] = *options.add_usd;
   return request;
 }
 

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@ struct DeskctlRequest {
   std::string from;                ///< events --from
   std::string since;               ///< ledger --since
   bool verify = false;             ///< ledger --verify
+  std::optional<double> add_usd;   ///< budget --add
 };
 
 /// deskctl's parser, filling `request` (whose socket it sets to the default first). Its

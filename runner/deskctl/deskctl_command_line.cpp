@@ -57,6 +57,15 @@ void deskctl::add_ledger_options(CLI::App& ledger, DeskctlRequest& request) {
       "verify the whole chain too: prints 'ledger intact: N lines', or the first problem and exit status 1");
 }
 
+void deskctl::add_budget_options(CLI::App& budget, DeskctlRequest& request) {
+  budget
+      .add_option("--add", request.add_usd,
+                  "raise today's daily_usd cap by USD (a positive amount) until India midnight; kept across a restart")
+      ->type_name("USD")
+      ->check(CLI::PositiveNumber)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
+
 std::unique_ptr<CLI::App> make_deskctl_parser(DeskctlRequest& request) {
   const char* from_environment = std::getenv("DESKD_SOCKET");
   request.socket = from_environment != nullptr && *from_environment != '\0' ? from_environment : "/run/deskd/deskd.sock";

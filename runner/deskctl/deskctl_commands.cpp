@@ -43,6 +43,9 @@ constexpr Command kCommands[] = {
     {"ledger", "a desk's API ledger: every gated call, one JSON line each, newest last; with --verify, checks its "
                "hash chain too (exit status 1 when a line was edited, removed or moved)",
      op::kLedger, Takes::desk, print_ledger_reply, nullptr, add_ledger_options},
+    {"budget", "a desk's spend caps today: each cap, spent, reserved by calls under way, left, and when the daily "
+               "caps reset; with --add USD, first raises today's daily_usd cap by USD for the rest of the India day",
+     op::kBudget, Takes::desk, print_budget_reply, nullptr, add_budget_options},
     {"refusals", "what the desk's enforcers refused lately (system calls, paths, hosts, API calls, limits), "
                  "newest last (every desk's without DESK)",
      op::kRefusals, Takes::desk_or_every_desk, print_refusals_reply, nullptr, nullptr},

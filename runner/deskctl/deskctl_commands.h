@@ -53,5 +53,7 @@ const Command* find_command(std::string_view name);
 void add_events_options(CLI::App& command, DeskctlRequest& options);
 /// ledger's --since and --verify (deskctl_command_line.cpp), sent as "since" and "verify".
 void add_ledger_options(CLI::App& command, DeskctlRequest& options);
+/// budget's --add (deskctl_command_line.cpp), sent as "add_usd".
+void add_budget_options(CLI::App& command, DeskctlRequest& options);
 
 }  // namespace deskd::control::deskctl

@@ -111,7 +111,9 @@ int ask(ControlClient& client, const DeskctlRequest& options) {
       return kRefused;
     }
     if (!ends) return std::nullopt;
-    if (kind == event_kind::kTurnFailed || kind == event_kind::kTurnStopped) return kRefused;
+    if (kind == event_kind::kTurnFailed || kind == event_kind::kTurnStopped || kind == event_kind::kBudgetReached) {
+      return kRefused;
+    }
     // A reply cut by max_tokens or the context window is an answer, but not a whole one.
     const bool cut = kind == event_kind::kTurnFinished && data_value->as_object().contains("cut");
     return cut ? kReplyCut : kOk;

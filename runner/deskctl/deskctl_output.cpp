@@ -99,6 +99,54 @@ int print_status_reply(const json::object& reply) {
   return kOk;
 }
 
+namespace {
+
+std::string budget_amount(const json::object& budget, const char* key, bool tokens) {
+  const json::value* value = budget.if_contains(key);
+  if (value == nullptr || !value->is_number()) return "?";
+  char buffer[64];
+  const double amount = value->to_number<double>();
+  if (tokens) {
+    std::snprintf(buffer, sizeof buffer, "%.0f tokens", amount);
+  } else {
+    std::snprintf(buffer, sizeof buffer, amount >= 0.1 || amount == 0 ? "$%.2f" : "$%.4f", amount);
+  }
+  return buffer;
+}
+
+}  // namespace
+
+int print_budget_reply(const json::object& reply) {
+  const json::object& budget = reply.at("budget").as_object();
+  bool any = false;
+  if (budget.contains("daily_usd")) {
+    std::printf("daily_usd:    cap %s", budget_amount(budget, "daily_usd", false).c_str());
+    if (budget_amount(budget, "added_usd", false) != "$0.00") {
+      std::printf(" (%s added today)", budget_amount(budget, "added_usd", false).c_str());
+    }
+    std::printf(", spent %s, reserved %s, left %s\n", budget_amount(budget, "spent_usd", false).c_str(),
+                budget_amount(budget, "reserved_usd", false).c_str(), budget_amount(budget, "left_usd", false).c_str());
+    any = true;
+  }
+  if (budget.contains("daily_tokens")) {
+    std::printf("daily_tokens: cap %s, spent %s, reserved %s, left %s\n",
+                budget_amount(budget, "daily_tokens", true).c_str(), budget_amount(budget, "spent_tokens", true).c_str(),
+                budget_amount(budget, "reserved_tokens", true).c_str(), budget_amount(budget, "left_tokens", true).c_str());
+    any = true;
+  }
+  if (budget.contains("per_turn_usd")) {
+    std::printf("per_turn_usd: %s a turn\n", budget_amount(budget, "per_turn_usd", false).c_str());
+    any = true;
+  }
+  if (!any) {
+    std::printf("No spend caps; spent today %s (%s), reserved %s.\n", budget_amount(budget, "spent_usd", false).c_str(),
+                budget_amount(budget, "spent_tokens", true).c_str(), budget_amount(budget, "reserved_usd", false).c_str());
+    return kOk;
+  }
+  std::printf("resets:       %s\n", shown(budget, "resets").c_str());
+  return kOk;
+}
+
 int print_trigger_reply(const json::object& reply) {
   std::puts(shown(reply, "trigger").c_str());
   return kOk;

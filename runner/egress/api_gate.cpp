@@ -143,6 +143,14 @@ std::optional<std::string> ApiGate::placeholder_in(std::string_view bytes) const
   return std::nullopt;
 }
 
+std::size_t ApiGate::longest_placeholder() const {
+  std::size_t longest = 0;
+  for (const auto& api : apis_) {
+    for (const auto& credential : api.credentials) longest = std::max(longest, credential.placeholder.size());
+  }
+  return longest;
+}
+
 std::vector<std::string> ApiGate::environment() const {
   std::vector<std::string> entries;
   for (const auto& api : apis_) {

@@ -97,6 +97,8 @@ class ApiGate {
   /// The variable whose placeholder `bytes` holds, if any (a request to a place not gated for
   /// it carries it: a leak attempt).
   std::optional<std::string> placeholder_in(std::string_view bytes) const;
+  /// The length of the longest placeholder (what a search across chunks must keep).
+  std::size_t longest_placeholder() const;
   /// NAME=placeholder for each credential: what the desk's environment gets.
   std::vector<std::string> environment() const;
   /// The desk's CA certificate (PEM), for its trust bundle.

@@ -15,6 +15,7 @@
 
 #include "base/asio_await.h"
 #include "base/unique_fd.h"
+#include "runner/egress/api_gate.h"
 #include "runner/egress/proxy_shared.h"
 
 namespace deskd::egress {
@@ -72,6 +73,38 @@ awaitable<void> copy(Direction direction) {
       else direction.close_both();
       co_return;
     }
+    if (!direction.charge(count)) co_return;
+    auto [write_error, written] = co_await asio::async_write(direction.to, asio::buffer(buffer.data(), count), kAwait);
+    if (write_error) {
+      direction.close_both();
+      co_return;
+    }
+  }
+}
+
+// The desk's bytes towards a host not gated for them, when the desk holds placeholders: read
+// into deskd (no splice) so that each chunk, with the tail of the one before, is searched
+// for a placeholder before it is passed on. One found closes both ends: a leak attempt.
+awaitable<void> copy_watching_for_placeholders(Direction direction, const ApiGate& gate) {
+  std::vector<char> buffer(kCopyBufferBytes);
+  const std::size_t keep = gate.longest_placeholder();
+  std::string seen;  // the tail of what passed, then the new chunk
+  for (;;) {
+    auto [read_error, count] = co_await direction.from.async_read_some(asio::buffer(buffer), kAwait);
+    if (read_error) {
+      if (read_error == asio::error::eof) direction.pass_end();
+      else direction.close_both();
+      co_return;
+    }
+    seen.append(buffer.data(), count);
+    if (auto leaked = gate.placeholder_in(seen)) {
+      direction.shared.report(direction.host, direction.port,
+                              "the connection carries the placeholder of " + *leaked +
+                                  ", which only its API's origins may get: a leak attempt");
+      direction.close_both();
+      co_return;
+    }
+    if (seen.size() > keep) seen.erase(0, seen.size() - keep);
     if (!direction.charge(count)) co_return;
     auto [write_error, written] = co_await asio::async_write(direction.to, asio::buffer(buffer.data(), count), kAwait);
     if (write_error) {
@@ -160,6 +193,13 @@ awaitable<void> close_when_idle(ProxyShared& shared, tcp::socket& client, tcp::s
 awaitable<void> relay_both_ways(ProxyShared& shared, tcp::socket& client, tcp::socket& upstream, std::string host,
                                 std::uint16_t port) {
   Activity activity;
+  if (shared.settings.gate) {
+    co_await ((copy_watching_for_placeholders(Direction{shared, client, upstream, host, port, activity},
+                                              *shared.settings.gate) &&
+               splice_or_copy(Direction{shared, upstream, client, host, port, activity})) ||
+              close_when_idle(shared, client, upstream, activity));
+    co_return;
+  }
   co_await ((splice_or_copy(Direction{shared, client, upstream, host, port, activity}) &&
              splice_or_copy(Direction{shared, upstream, client, host, port, activity})) ||
             close_when_idle(shared, client, upstream, activity));

@@ -13,7 +13,9 @@ namespace deskd::egress {
 
 struct ProxyShared;
 
-/// Relays `client` <-> `upstream` until both directions end. An end of stream is passed
+/// Relays `client` <-> `upstream` until both directions end. For a desk that holds
+/// placeholders (an API gate), what the desk sends is searched for them on its way: one
+/// found closes both (reported as a leak attempt). An end of stream is passed
 /// on (shutdown of the other side's sending); an error or a spent budget (reported once as a
 /// refusal of `host`:`port`) closes both, and so does silence both ways for the desk's
 /// egress_idle_seconds.

@@ -259,9 +259,12 @@ awaitable<void> serve_target(ProxyShared& shared, tcp::socket& client, const Pro
       co_return;
     }
     // A placeholder in the clear on its way to a place not gated for it: a leak attempt.
-    if (answers == Answer::http && head != nullptr && !target.tunnel) {
+    // This covers the head and what came with it; the relay watches the rest.
+    {
       const auto data = buffer.data();
-      const std::string seen = origin_request_head(*head, target) +
+      const std::string seen = (answers == Answer::http && head != nullptr && !target.tunnel
+                                    ? origin_request_head(*head, target)
+                                    : std::string()) +
                                std::string(static_cast<const char*>(data.data()), data.size());
       if (auto leaked = shared.settings.gate->placeholder_in(seen)) {
         co_await refuse_or_close(shared, client, target, answers,

@@ -65,6 +65,10 @@ enum class TurnEnd { no, yes, unless_rollover };
   KIND(kModelReplyCut,          "MODEL_REPLY_CUT",           desk,   warn,  no,              "{at}the model's reply was cut at {limit}; {advice}", "") \
   KIND(kTurnFailed,             "TURN_FAILED",               desk,   warn,  unless_rollover, "{at}turn failed: {error}", "") \
   KIND(kTurnStopped,            "TURN_STOPPED",              desk,   info,  yes,             "{at}turn stopped ({reason})", "") \
+  /* A spend cap ([desk.budget]) stopped the turn before a model call, or answered a trigger at \
+     once (data: trigger, cap, value, spent, reserved, asked, resets, reason; amounts in the \
+     cap's unit: dollars, or tokens for daily_tokens). */ \
+  KIND(kBudgetReached,          "BUDGET_REACHED",            desk,   warn,  yes,             "{at}budget reached: {reason}", "") \
   KIND(kModelText,              "MODEL_TEXT",                desk,   debug, no,              "{at}{text:prose}", "") \
   KIND(kModelRetrying,          "MODEL_RETRYING",            desk,   debug, no,              "{at}the model call failed and is retried: {reason}", "") \
   KIND(kToolCalled,             "TOOL_CALLED",               desk,   debug, no,              "{at}> {tool} {input:short}", "") \
@@ -90,7 +94,7 @@ enum class TurnEnd { no, yes, unless_rollover };
   KIND(kRefused,                "REFUSED",                   daemon, warn,  no,              "{at}refused by {enforcer}: {what}{process:given  (%)} \u2014 {rule}{folded:given  (% times)}", "") \
   /* A call through a desk's API gate, once answered (data: api, method, url, rule, outcome, status). \
      Published by the gate outside the runtime; every step is in the desk's ledger too. */ \
-  KIND(kApiCall,                "API_CALL",                  daemon, info,  no,              "{at}api {api}: {method} {url} {outcome} ({status})", "") \
+  KIND(kApiCall,                "API_CALL",                  daemon, debug, no,              "{at}api {api}: {method} {url} {outcome} ({status})", "") \
   /* The API gate refused a call (data: api, method, url, rule, why; unreported_before when the \
      publisher's rate limit held some back, as the egress proxy's reports do). */ \
   KIND(kApiRefused,             "API_REFUSED",               daemon, warn,  no,              "{at}api {api} refused {method} {url}: {why}", "") \

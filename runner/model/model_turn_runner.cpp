@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/exception_text.h"
+#include "runner/desk/budget_keeper.h"
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/usage_tracker.h"
 #include "runner/events/event.h"
@@ -97,9 +98,10 @@ std::string cut(std::string text, std::size_t maximum) {
 }  // namespace
 
 ModelTurnRunner::ModelTurnRunner(std::shared_ptr<ModelProvider> provider, std::shared_ptr<tools::ToolRegistry> registry,
-                                 TurnRunnerSettings settings, desk::SessionKeeper* keeper, desk::UsageTracker* usage)
+                                 TurnRunnerSettings settings, desk::SessionKeeper* keeper, desk::UsageTracker* usage,
+                                 desk::BudgetKeeper* budget)
     : provider_(std::move(provider)), registry_(std::move(registry)), settings_(std::move(settings)), keeper_(keeper),
-      usage_(usage) {}
+      usage_(usage), budget_(budget) {}
 
 ModelRequest ModelTurnRunner::request(Purpose purpose, json::array messages) const {
   ModelRequest built;
@@ -122,9 +124,17 @@ awaitable<void> ModelTurnRunner::save_session() {
   if (keeper_ != nullptr) (void)co_await keeper_->save_transcript(transcript_);
 }
 
-awaitable<ModelResponse> ModelTurnRunner::ask(ModelRequest built) {
+awaitable<ModelResponse> ModelTurnRunner::ask(ModelRequest built, std::uint64_t input_tokens) {
+  // The call's worst case is held before it is made; a call that would pass a cap is not made.
+  desk::BudgetReservation reservation;
+  if (budget_ != nullptr) {
+    auto answer = budget_->reserve(input_tokens != 0 ? input_tokens : estimated_tokens(request_bytes(built)));
+    if (auto* refused = std::get_if<desk::BudgetRefusal>(&answer)) throw desk::BudgetReached(std::move(*refused));
+    reservation = std::get<desk::BudgetReservation>(std::move(answer));
+  }
+  // A failed call throws here: the reservation's destructor releases it.
   ModelResponse response = co_await provider_->complete(std::move(built));
-  if (usage_ != nullptr) {
+  if (usage_ != nullptr || budget_ != nullptr) {
     // A server that sent no token counts leaves the request's usage unknown, not zero.
     std::optional<desk::Usage> reported;
     if (response.usage_reported) reported = response.usage;
@@ -132,7 +142,11 @@ awaitable<ModelResponse> ModelTurnRunner::ask(ModelRequest built) {
     // for). asio throws at any co_await of a cancelled coroutine unless told not to.
     const bool throwing = co_await asio::this_coro::throw_if_cancelled();
     co_await asio::this_coro::throw_if_cancelled(false);
-    (void)co_await usage_->record_off_loop(response.model, reported);
+    if (budget_ != nullptr) {
+      (void)co_await budget_->settle_off_loop(std::move(reservation), response.model, reported);
+    } else {
+      (void)co_await usage_->record_off_loop(response.model, reported);
+    }
     co_await asio::this_coro::throw_if_cancelled(throwing);
   }
   ++requests_;
@@ -186,7 +200,10 @@ awaitable<ModelResponse> ModelTurnRunner::ask_for_turn(desk::TurnContext& contex
   co_await keep_within_window(context);
   ModelRequest built = request(Purpose::turn, transcript_);
   const std::size_t bytes = request_bytes(built);
-  ModelResponse response = co_await ask(watched_by(std::move(built), context));
+  // The budget's input estimate: the request's size, or the server's last count plus what
+  // was added since when that is more (a server counts some text as more than 4 bytes a token).
+  const std::uint64_t input_tokens = std::max(estimated_tokens(bytes), next_request_tokens());
+  ModelResponse response = co_await ask(watched_by(std::move(built), context), input_tokens);
   // What the request is counted as: the server's count when it fits the request's size.
   last_request_bytes_ = bytes;
   last_input_ = counted_input(response, estimated_tokens(bytes));

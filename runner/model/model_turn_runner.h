@@ -19,6 +19,7 @@ namespace deskd::tools {
 class ToolRegistry;
 }
 namespace deskd::desk {
+class BudgetKeeper;
 class SessionKeeper;
 class UsageTracker;
 }  // namespace deskd::desk
@@ -51,10 +52,13 @@ struct TurnRunnerSettings {
 
 class ModelTurnRunner final : public desk::TurnRunner {
  public:
-  /// `keeper` and `usage` may be null.
+  /// `keeper`, `usage` and `budget` may be null. With a `budget`, every call is reserved
+  /// there first (a refused one throws desk::BudgetReached and is not made) and its usage
+  /// is counted through it (in the budget's UsageTracker, which `usage` then must be or be
+  /// null), so it is never counted twice.
   ModelTurnRunner(std::shared_ptr<ModelProvider> provider, std::shared_ptr<tools::ToolRegistry> registry,
                   TurnRunnerSettings settings, desk::SessionKeeper* keeper = nullptr,
-                  desk::UsageTracker* usage = nullptr);
+                  desk::UsageTracker* usage = nullptr, desk::BudgetKeeper* budget = nullptr);
 
   boost::asio::awaitable<desk::TurnOutcome> run_turn(std::string message, desk::TurnContext& context) override;
   boost::asio::awaitable<std::string> side_question(std::string question) override;
@@ -71,7 +75,9 @@ class ModelTurnRunner final : public desk::TurnRunner {
 
  private:
   ModelRequest request(Purpose purpose, boost::json::array messages) const;
-  boost::asio::awaitable<ModelResponse> ask(ModelRequest request);
+  /// One model call: reserved in the budget (with `input_tokens` as its input, or the
+  /// request's size in tokens when 0), made, and its usage counted.
+  boost::asio::awaitable<ModelResponse> ask(ModelRequest request, std::uint64_t input_tokens = 0);
   /// Saves the transcript through the session keeper, when the desk keeps sessions.
   boost::asio::awaitable<void> save_session();
   /// The next request of a turn, with `context` told of progress and retries.
@@ -103,6 +109,7 @@ class ModelTurnRunner final : public desk::TurnRunner {
   TurnRunnerSettings settings_;
   desk::SessionKeeper* keeper_;
   desk::UsageTracker* usage_;
+  desk::BudgetKeeper* budget_;
   std::string summary_;
   boost::json::array transcript_;
   /// Said to the model with the next message: its last turn's reply was cut.

@@ -97,12 +97,13 @@ Result<Request> read_request(const json::object& input, const SubagentSettings& 
 }  // namespace
 
 StartSubagentTool::StartSubagentTool(std::shared_ptr<desk::SubagentBoard> board, MakeProvider make_provider,
-                                     MakeTools make_tools, desk::UsageTracker* usage, const Clock& clock,
-                                     SubagentSettings settings)
+                                     MakeTools make_tools, desk::UsageTracker* usage, desk::BudgetKeeper* budget,
+                                     const Clock& clock, SubagentSettings settings)
     : board_(std::move(board)),
       make_provider_(std::move(make_provider)),
       make_tools_(std::move(make_tools)),
       usage_(usage),
+      budget_(budget),
       clock_(clock),
       settings_(std::move(settings)) {}
 
@@ -128,7 +129,7 @@ awaitable<tools::ToolResult> StartSubagentTool::call(const json::object& input) 
   runner_settings.system_prompt = settings_.system_prompt;
   runner_settings.maximum_tool_rounds = static_cast<int>(request->turns);
   runner_settings.maximum_tokens = request->tokens;
-  ModelTurnRunner runner(*provider, *tools, runner_settings, nullptr, usage_);
+  ModelTurnRunner runner(*provider, *tools, runner_settings, nullptr, usage_, budget_);
   SubagentContext context(*board_, *id);
   json::array tool_names;
   for (const auto& tool : (*tools)->tools()) tool_names.emplace_back(tool->name());

@@ -20,6 +20,7 @@
 #include "runner/tools/tool.h"
 
 namespace deskd::desk {
+class BudgetKeeper;
 class SubagentBoard;
 class UsageTracker;
 }  // namespace deskd::desk
@@ -52,8 +53,12 @@ class StartSubagentTool final : public tools::Tool {
   /// `names` is not empty (an unknown name is refused).
   using MakeTools = std::function<Result<std::shared_ptr<tools::ToolRegistry>>(const std::vector<std::string>& names)>;
 
+  /// `usage` and `budget` (both may be null) are the desk's: a subagent's calls count in
+  /// its usage and are held by its spend caps; a call the budget refuses ends the subagent
+  /// with an error that says so.
   StartSubagentTool(std::shared_ptr<desk::SubagentBoard> board, MakeProvider make_provider, MakeTools make_tools,
-                    desk::UsageTracker* usage, const Clock& clock, SubagentSettings settings);
+                    desk::UsageTracker* usage, desk::BudgetKeeper* budget, const Clock& clock,
+                    SubagentSettings settings);
 
   std::string_view name() const override { return kName; }
   std::string_view description() const override;
@@ -69,6 +74,7 @@ class StartSubagentTool final : public tools::Tool {
   MakeProvider make_provider_;
   MakeTools make_tools_;
   desk::UsageTracker* usage_;
+  desk::BudgetKeeper* budget_;
   const Clock& clock_;
   SubagentSettings settings_;
 };

@@ -50,26 +50,17 @@ struct ToolOutcome {
   bool allowed() const { return !is_error && (tool != "bash" || exit_status == 0); }
 };
 
-/// Asks `desk` `message` with deskctl and returns its tool calls' outcomes in order; a
-/// failure is added (and what came back so far returned) when the turn does not finish.
-inline std::vector<ToolOutcome> run_turn(const ServeDaemon& daemon, const std::string& desk, const std::string& message) {
+/// The tool calls' outcomes, in order, of the events `seen` (TOOL_CALLED paired with its
+/// TOOL_FINISHED).
+inline std::vector<ToolOutcome> outcomes_of(const std::vector<boost::json::object>& seen) {
   std::vector<ToolOutcome> outcomes;
-  auto events = daemon.follow(desk);
-  if (!events) {
-    ADD_FAILURE() << "could not follow " << desk << "'s events";
-    return outcomes;
-  }
-  const DeskctlResult asked = daemon.deskctl({"ask", desk, message});
-  std::vector<boost::json::object> seen;
-  if (!events->wait_for_event(is_event("TURN_FINISHED"), std::chrono::seconds(30), &seen)) {
-    ADD_FAILURE() << desk << "'s turn did not finish\n" << asked.output << asked.error_output;
-  }
   for (const auto& event : seen) {
     const boost::json::object& data = event.at("data").as_object();
     if (event_kind(event) == "TOOL_CALLED") {
       ToolOutcome outcome;
       outcome.tool = event_data(event, "tool");
-      if (const auto* input = data.if_contains("input"); input != nullptr && input->is_object()) outcome.input = input->as_object();
+      if (const auto* input = data.if_contains("input"); input != nullptr && input->is_object())
+        outcome.input = input->as_object();
       outcomes.push_back(std::move(outcome));
     } else if (event_kind(event) == "TOOL_FINISHED" && !outcomes.empty()) {
       ToolOutcome& outcome = outcomes.back();
@@ -82,6 +73,23 @@ inline std::vector<ToolOutcome> run_turn(const ServeDaemon& daemon, const std::s
     }
   }
   return outcomes;
+}
+
+/// Asks `desk` `message` with deskctl and returns its tool calls' outcomes in order; a
+/// failure is added (and what came back so far returned) when the turn does not finish.
+inline std::vector<ToolOutcome> run_turn(const ServeDaemon& daemon, const std::string& desk,
+                                         const std::string& message) {
+  auto events = daemon.follow(desk);
+  if (!events) {
+    ADD_FAILURE() << "could not follow " << desk << "'s events";
+    return {};
+  }
+  const DeskctlResult asked = daemon.deskctl({"ask", desk, message});
+  std::vector<boost::json::object> seen;
+  if (!events->wait_for_event(is_event("TURN_FINISHED"), std::chrono::seconds(30), &seen)) {
+    ADD_FAILURE() << desk << "'s turn did not finish\n" << asked.output << asked.error_output;
+  }
+  return outcomes_of(seen);
 }
 
 /// "allowed" or "refused", with what the tool said, for failure messages.

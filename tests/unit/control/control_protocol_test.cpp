@@ -61,7 +61,7 @@ TEST(ControlProtocol, TheOperationTableIsWhatTheParserKnows) {
   }
   EXPECT_EQ(*unknown.problem,
             "Unknown operation 'reboot'; the operations are desks, status, send, follow, unfollow, commands, "
-            "proposals, accept, reject, reload, approvals, approve, deny, ledger and refusals.");
+            "proposals, accept, reject, reload, approvals, approve, deny, ledger, budget and refusals.");
   EXPECT_EQ(find_operation("reboot"), nullptr);
   EXPECT_EQ(find_control_op("reboot"), nullptr);
 }
@@ -83,6 +83,13 @@ TEST(ControlProtocol, NamesTheFieldAnOperationLacksOrMistypes) {
   ASSERT_FALSE(ledger.problem);
   EXPECT_EQ(ledger.request.since, "2026-12-01");
   EXPECT_TRUE(ledger.request.verify);
+  EXPECT_EQ(*parse_control_request(R"({"op": "budget"})").problem, "'budget' needs a non-empty 'desk'.");
+  EXPECT_EQ(*parse_control_request(R"({"op": "budget", "desk": "a", "add_usd": "2"})").problem,
+            "'add_usd' must be a number of US dollars.");
+  const auto raise = parse_control_request(R"({"op": "budget", "desk": "a", "add_usd": 2.5})");
+  ASSERT_FALSE(raise.problem);
+  EXPECT_EQ(raise.request.add_usd, 2.5);
+  EXPECT_FALSE(parse_control_request(R"({"op": "budget", "desk": "a"})").request.add_usd);
   EXPECT_FALSE(parse_control_request(R"({"op": "approvals"})").problem) << "every desk's without a desk";
   EXPECT_FALSE(parse_control_request(R"({"op": "status", "desk": null})").problem);
 }

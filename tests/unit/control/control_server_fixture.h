@@ -68,6 +68,14 @@ class FakeService final : public ControlService {
     decided.by = who;
     return decided;
   }
+  Result<desk::BudgetStatus> budget(const std::string&, std::optional<double> add_usd, const std::string&) override {
+    desk::BudgetStatus status;
+    status.caps.daily_usd = 5.0;
+    status.added_usd = add_usd.value_or(0);
+    status.spent_usd = 3.8;
+    status.resets = "2026-12-01 00:00 India time";
+    return status;
+  }
   void ledger(const std::string&, const std::string& since, bool verify,
               std::function<void(Result<LedgerReading>)> done) override {
     if (since == "yesterday") return done(Error::make(ErrorCode::invalid_argument, "'yesterday' is not a time."));

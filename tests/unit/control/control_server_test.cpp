@@ -89,6 +89,21 @@ TEST_F(ControlServerTest, TheLedgerIsAnsweredLaterWithItsLinesAndWhatVerifyingFo
   EXPECT_EQ(refused->at("code"), "bad_request");
 }
 
+TEST_F(ControlServerTest, TheBudgetIsAnsweredWithEachCapAndWhatIsLeft) {
+  ControlClient client = connect();
+  auto read = client.call(json::object{{"op", "budget"}, {"desk", "a"}});
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->at("ok"), true) << json::serialize(*read);
+  const json::object& budget = read->at("budget").as_object();
+  EXPECT_EQ(budget.at("daily_usd"), 5.0);
+  EXPECT_NEAR(budget.at("left_usd").as_double(), 1.2, 1e-9);
+  EXPECT_FALSE(budget.contains("daily_tokens")) << "a cap the desk does not have is absent";
+  auto raised = client.call(json::object{{"op", "budget"}, {"desk", "a"}, {"add_usd", 1}});
+  ASSERT_TRUE(raised.ok());
+  EXPECT_EQ(raised->at("budget").at("daily_usd"), 6.0) << "the cap with today's raise";
+  EXPECT_EQ(raised->at("budget").at("added_usd"), 1.0);
+}
+
 TEST_F(ControlServerTest, AnOversizedLineGetsAnErrorAndAClose) {
   ControlClient client = connect();
   const std::string huge(kMaximumRequestBytes + 100, 'x');

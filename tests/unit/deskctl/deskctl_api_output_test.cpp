@@ -73,5 +73,21 @@ TEST(DeskctlApiOutput, TheLedgerAndItsVerdict) {
       "ledger NOT intact: ledger.jsonl:2: seq is 3 where 2 was expected\n");
 }
 
+TEST(DeskctlApiOutput, TheBudgetsCapsSpentReservedAndLeft) {
+  const json::object budget{{"daily_usd", 6.0},       {"added_usd", 1.0},     {"spent_usd", 3.8},
+                            {"reserved_usd", 0.21},   {"left_usd", 1.99},     {"spent_tokens", 420000},
+                            {"reserved_tokens", 0},   {"per_turn_usd", 0.5},  {"resets", "2026-12-01 00:00 India time"}};
+  EXPECT_EQ(printed(print_budget_reply, json::object{{"budget", budget}}),
+            "daily_usd:    cap $6.00 ($1.00 added today), spent $3.80, reserved $0.21, left $1.99\n"
+            "per_turn_usd: $0.50 a turn\n"
+            "resets:       2026-12-01 00:00 India time\n");
+  EXPECT_EQ(printed(print_budget_reply,
+                    json::object{{"budget", json::object{{"spent_usd", 0.0},
+                                                         {"spent_tokens", 0},
+                                                         {"reserved_usd", 0.0},
+                                                         {"resets", "2026-12-01 00:00 India time"}}}}),
+            "No spend caps; spent today $0.00 (0 tokens), reserved $0.00.\n");
+}
+
 }  // namespace
 }  // namespace deskd::control::deskctl

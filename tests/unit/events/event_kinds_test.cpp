@@ -82,10 +82,12 @@ TEST(EventKindsTest, TheKindsThatEndATurn) {
   }
   EXPECT_EQ(ending,
             (std::set<std::string_view>{event_kind::kTurnFinished, event_kind::kTurnFailed, event_kind::kTurnStopped,
-                                        event_kind::kCommandAnswered, event_kind::kTriggerFinished}));
+                                        event_kind::kCommandAnswered, event_kind::kTriggerFinished,
+                                        event_kind::kBudgetReached}));
   const boost::json::object plain{{"trigger", "t-1"}};
   EXPECT_TRUE(ends_turn(event_kind::kTurnFinished, plain));
   EXPECT_TRUE(ends_turn(event_kind::kTurnFailed, plain));
+  EXPECT_TRUE(ends_turn(event_kind::kBudgetReached, plain));  // a spend cap ends the turn, or answers the trigger
   EXPECT_FALSE(ends_turn(event_kind::kTurnFailed, {{"trigger", "t-1"}, {"rollover", true}}));
   EXPECT_TRUE(ends_turn(event_kind::kTurnStopped, {{"trigger", "t-1"}, {"reason", "the desk stopped"}}));
   EXPECT_FALSE(ends_turn(event_kind::kTurnStarted, plain));

@@ -143,7 +143,7 @@ TEST(StartSubagentTest, RunsASeparateTurnAndReturnsItsAnswer) {
         if (!names.empty()) DESKD_RETURN_IF_ERROR(registry->keep_only(names));
         return registry;
       },
-      nullptr, clock, SubagentSettings{});
+      nullptr, nullptr, clock, SubagentSettings{});
   EXPECT_TRUE(tool.runs_beside_others());
   const auto answered = wait(context, tool.call(json::object{{"task", "add two and two"}}));
   EXPECT_FALSE(answered.is_error) << answered.text;
