@@ -58,8 +58,9 @@ class RefusalReporter {
   /// answers each of its notifications with the errno the desk's filter gives, recording it.
   /// The listener must be answered for as long as the sandbox lives: its processes wait.
   virtual void watch_seccomp_listener(UniqueFd listener) = 0;
-  /// A mark to ask lines_since() with: refusals recorded after it.
-  virtual std::uint64_t mark() const = 0;
+  /// A mark to ask lines_since() with: refusals recorded after it. Taken as each command
+  /// starts, so it also publishes the folded repeats whose window is over.
+  virtual std::uint64_t mark() = 0;
   /// One line per distinct refusal recorded after `mark`, for the end of a tool result:
   /// "deskd refused: mount(2) — desks may not mount file systems". Bounded.
   virtual std::vector<std::string> lines_since(std::uint64_t mark) const = 0;

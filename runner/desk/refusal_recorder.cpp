@@ -66,7 +66,6 @@ json::object DeskRefusalRecorder::data_of(const Fold& fold, std::uint64_t count)
   }
   if (!fold.trigger.empty()) data["trigger"] = fold.trigger;
   if (!fold.tool_call.empty()) data["tool_call"] = fold.tool_call;
-  if (count > 1) data["folded"] = count;
   return data;
 }
 
@@ -89,7 +88,10 @@ void DeskRefusalRecorder::take_repeats(Fold& fold, std::vector<json::object>& ou
   if (fold.repeats == 0) return;
   const std::uint64_t repeats = fold.repeats;
   fold.repeats = 0;
-  if (auto data = within_cap(data_of(fold, repeats), clock_.now())) out.push_back(std::move(*data));
+  // The repeats after the window's first record, told as one: "folded" marks it so.
+  json::object data = data_of(fold, repeats);
+  data["folded"] = repeats;
+  if (auto capped = within_cap(std::move(data), clock_.now())) out.push_back(std::move(*capped));
 }
 
 void DeskRefusalRecorder::expire(Clock::TimePoint now, std::vector<json::object>& out) {
@@ -172,9 +174,16 @@ void DeskRefusalRecorder::publish_all(std::vector<json::object> records) {
   for (json::object& data : records) bus_.publish(desk_name_, event_kind::kRefused, std::move(data));
 }
 
-std::uint64_t DeskRefusalRecorder::mark() const {
-  std::lock_guard lock(mutex_);
-  return sequence_;
+std::uint64_t DeskRefusalRecorder::mark() {
+  std::vector<json::object> records;
+  std::uint64_t sequence = 0;
+  {
+    std::lock_guard lock(mutex_);
+    expire(clock_.now(), records);
+    sequence = sequence_;
+  }
+  publish_all(std::move(records));
+  return sequence;
 }
 
 std::vector<std::string> DeskRefusalRecorder::lines_since(std::uint64_t mark) const {

@@ -49,7 +49,7 @@ class DeskRefusalRecorder final : public sandbox::RefusalReporter,
 
   void record(sandbox::Refusal refusal) override;
   void watch_seccomp_listener(UniqueFd listener) override;
-  std::uint64_t mark() const override;
+  std::uint64_t mark() override;
   std::vector<std::string> lines_since(std::uint64_t mark) const override;
 
   /// Publishes the repeats whose window is over.

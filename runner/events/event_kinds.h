@@ -89,9 +89,10 @@ enum class TurnEnd { no, yes, unless_rollover };
      the rate limit held some back). Published by the proxy outside the runtime. */ \
   KIND(kNetworkRefused,         "NETWORK_REFUSED",           daemon, warn,  no,              "{at}network refused {host}:{port}: {why}", "") \
   /* Something of the desk refused by one of its enforcers (data: enforcer, what, details, rule, pid, comm, \
-     exe, process, trigger, tool_call, count; folded when repeats within 10 s are told together; \
+     exe, process, trigger, tool_call, count; folded (= count) on the record that tells the repeats \
+     of a fold window after its first record; \
      dropped_before when the per-minute cap held some back): runner/desk/refusal_recorder.h. */ \
-  KIND(kRefused,                "REFUSED",                   daemon, warn,  no,              "{at}refused by {enforcer}: {what}{process:given  (%)} \u2014 {rule}{folded:given  (% times)}", "") \
+  KIND(kRefused,                "REFUSED",                   daemon, warn,  no,              "{at}refused by {enforcer}: {what}{process:given  (%)} \u2014 {rule}{folded:given  (% more times)}", "") \
   /* A call through a desk's API gate, once answered (data: api, method, url, rule, outcome, status). \
      Published by the gate outside the runtime; every step is in the desk's ledger too. */ \
   KIND(kApiCall,                "API_CALL",                  daemon, debug, no,              "{at}api {api}: {method} {url} {outcome} ({status})", "") \

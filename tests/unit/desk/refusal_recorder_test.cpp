@@ -90,6 +90,20 @@ TEST_F(RefusalRecorderTest, RepeatsWithinTheWindowAreFoldedIntoOneRecordWithACou
   EXPECT_EQ(events[0].data.at("folded"), 999);
 }
 
+TEST_F(RefusalRecorderTest, TheNextCommandsMarkTellsTheRepeatsOfAWindowThatIsOver) {
+  recorder_->record(mount_refusal());
+  recorder_->record(mount_refusal());
+  EXPECT_EQ(refused().size(), 1u);
+  recorder_->mark();
+  EXPECT_TRUE(refused().empty());  // the window is still open
+  clock_.advance(DeskRefusalRecorder::kFoldWindow);
+  recorder_->mark();
+  const auto events = refused();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].data.at("count"), 1);
+  EXPECT_EQ(events[0].data.at("folded"), 1);
+}
+
 TEST_F(RefusalRecorderTest, RecordsPerMinuteAreCappedAndTheDroppedCounted) {
   for (int index = 0; index < 100; ++index) {
     auto refusal = mount_refusal();
