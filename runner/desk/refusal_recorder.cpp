@@ -54,6 +54,7 @@ json::object DeskRefusalRecorder::data_of(const Fold& fold, std::uint64_t count)
                     {"rule", refusal.rule},
                     {"count", count}};
   if (!refusal.details.empty()) data["details"] = refusal.details;
+  if (refusal.probe) data["probe"] = true;
   if (refusal.process) {
     const sandbox::RefusedProcess& process = *refusal.process;
     if (process.pid_in_desk > 0) data["pid"] = process.pid_in_desk;

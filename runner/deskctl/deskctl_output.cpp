@@ -181,7 +181,7 @@ int print_refusals_reply(const json::object& reply) {
   if (refusals.empty()) std::puts("No refusals.");
   for (const auto& value : refusals) {
     const json::object& event = value.as_object();
-    std::fputs(desk::event_text(event).c_str(), stdout);
+    std::fputs(desk::event_text(event, /*everything=*/true).c_str(), stdout);
     const json::object* data = event.if_contains("data") ? event.at("data").if_object() : nullptr;
     if (data == nullptr) continue;
     std::string more;

@@ -103,7 +103,12 @@ std::string event_text(const json::object& event, bool everything) {
                          terminal_text(string_of(event, "desk")) + (subagent.empty() ? "" : "/" + terminal_text(subagent)) + ": ";
 
   const auto row = desk::find_event_kind(kind);
-  if (!row || row->text.empty()) {
+  // A probe a library makes on purpose (REFUSED with "probe": glibc's nscd socket at bash's
+  // start) is kept in the journal and listed by `deskctl refusals`, but not told to a person
+  // following: it happens in every desk and means nothing.
+  const json::value* probe = data.if_contains("probe");
+  const bool quiet = probe != nullptr && probe->is_bool() && probe->as_bool();
+  if (!row || row->text.empty() || (quiet && !everything)) {
     if (!everything) return {};
     return at + terminal_text(kind) + " " + terminal_text(json::serialize(data)) + "\n";
   }
