@@ -34,7 +34,7 @@ void ListenerHandover::complete() {
 }
 
 Result<ListenerHandover> make_listener_handover(std::shared_ptr<RefusalReporter> reporter, UniqueFd& child_end) {
-  static const bool kAvailable = seccomp_user_notification_available();
+  static const bool kAvailable = seccomp_user_notification_available() && !deskd_under_seccomp_filter();
   if (!reporter || !kAvailable) return ListenerHandover{};
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {

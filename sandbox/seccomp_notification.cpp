@@ -11,6 +11,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "base/unique_fd.h"
 
@@ -107,6 +109,15 @@ bool seccomp_user_notification_available() {
   // SECCOMP_RET_USER_NOTIF came with Linux 5.0, with the listener flag.
   std::uint32_t action = SECCOMP_RET_USER_NOTIF;
   return ::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+}
+
+bool deskd_under_seccomp_filter() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Seccomp:", 0) == 0) return line.find('2') != std::string::npos;
+  }
+  return false;
 }
 
 // Raw ioctls, not libseccomp's seccomp_notify_receive/respond: those allocate a

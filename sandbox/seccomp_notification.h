@@ -33,6 +33,12 @@ struct SeccompNotice {
 /// SECCOMP_RET_USER_NOTIF available): what the launcher and `deskd doctor` ask.
 bool seccomp_user_notification_available();
 
+/// Whether deskd itself runs under a seccomp filter (a container runtime's: "Seccomp: 2" in
+/// /proc/self/status). That filter's ERRNO outranks the desk's USER_NOTIF, so for the calls
+/// both refuse the desk would get the runtime's errno (podman's ENOSYS) instead of deskd's
+/// EPERM: the launcher then keeps the plain filter, and nothing is reported.
+bool deskd_under_seccomp_filter();
+
 /// The next notification of `listener`; nullopt when none is waiting any more (its caller
 /// was killed meanwhile: ENOENT) or the read was interrupted. An error otherwise.
 Result<std::optional<SeccompNotice>> receive_seccomp_notice(int listener);

@@ -154,7 +154,15 @@ TEST_P(ServeRefusalsE2eTest, AHundredThousandRefusedCallsLeaveTheJournalAndDeskd
   EXPECT_THAT(outcomes[0].text, HasSubstr("100000")) << describe(outcomes[0]);
   EXPECT_THAT(outcomes[0].text, HasSubstr("deskd refused: mount(2)")) << describe(outcomes[0]);
   const std::size_t after = resident_bytes(pid);
+  // ASan's quarantine keeps freed memory (up to 256 MB) on purpose, so the sanitizer build's
+  // deskd grows with every freed allocation: the dev build measures this bound (as
+  // serve_limits_e2e_test does), the sanitizer build checks that nothing leaks or overflows.
+#if !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(after, before + (std::size_t{8} << 20)) << "deskd grew from " << before << " to " << after << " bytes";
+#else
+  (void)before;
+  (void)after;
+#endif
   // The first call's record, and at most the folded count of the rest per 10 s window.
   const auto refused = refused_in_journal(daemon, "one");
   EXPECT_GE(refused.size(), 1u);
