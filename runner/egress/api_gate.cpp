@@ -163,22 +163,9 @@ std::vector<std::string> ApiGate::environment() const {
 const std::string& ApiGate::authority_pem() const { return authority_->certificate_pem(); }
 
 void ApiGate::report_refusal(boost::json::object data) {
-  std::uint64_t unreported = 0;
-  {
-    const std::lock_guard lock(report_mutex_);
-    const auto now = std::chrono::steady_clock::now();
-    if (now - window_start_ >= std::chrono::minutes(1)) {
-      window_start_ = now;
-      reports_in_window_ = 0;
-    }
-    if (reports_in_window_ >= kApiRefusalReportsPerMinute) {
-      ++unreported_;
-      return;
-    }
-    ++reports_in_window_;
-    unreported = unreported_;
-    unreported_ = 0;
-  }
+  const auto admitted = refusal_reports_.admit();
+  if (!admitted) return;
+  const std::uint64_t unreported = *admitted;
   if (unreported > 0) data["unreported_before"] = unreported;
   if (settings_.events) settings_.events(desk::event_kind::kApiRefused, std::move(data));
 }

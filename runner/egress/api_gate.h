@@ -39,6 +39,7 @@
 #include "runner/egress/api_approvals.h"
 #include "runner/egress/api_ledger.h"
 #include "runner/egress/desk_authority.h"
+#include "runner/egress/report_limiter.h"
 
 namespace deskd::egress {
 
@@ -128,10 +129,7 @@ class ApiGate {
   std::mutex rules_mutex_;
   std::vector<policy::ApiRuleBook> rule_books_;                           ///< one per API, same order
   std::vector<std::shared_ptr<boost::asio::ssl::context>> upstream_tls_;  ///< one per API
-  std::mutex report_mutex_;
-  std::chrono::steady_clock::time_point window_start_{};
-  std::uint64_t reports_in_window_ = 0;
-  std::uint64_t unreported_ = 0;
+  ReportLimiter refusal_reports_{kApiRefusalReportsPerMinute};
 };
 
 }  // namespace deskd::egress

@@ -216,22 +216,9 @@ class EgressProxy final : public sandbox::EgressRelaySource {
 }  // namespace
 
 void ProxyShared::report(std::string host, std::uint16_t port, std::string why) {
-  std::uint64_t unreported = 0;
-  {
-    const std::lock_guard lock(report_mutex_);
-    const auto now = std::chrono::steady_clock::now();
-    if (now - window_start_ >= std::chrono::minutes(1)) {
-      window_start_ = now;
-      reports_in_window_ = 0;
-    }
-    if (reports_in_window_ >= kRefusalReportsPerMinute) {
-      ++unreported_;
-      return;
-    }
-    ++reports_in_window_;
-    unreported = unreported_;
-    unreported_ = 0;
-  }
+  const auto admitted = reports_.admit();
+  if (!admitted) return;
+  const std::uint64_t unreported = *admitted;
   if (sink) sink(EgressRefusal{std::move(host), port, std::move(why), unreported});
 }
 

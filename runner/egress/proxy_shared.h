@@ -14,6 +14,7 @@
 
 #include "policy/egress_names.h"
 #include "runner/egress/egress_proxy.h"
+#include "runner/egress/report_limiter.h"
 
 namespace deskd::egress {
 
@@ -34,10 +35,7 @@ struct ProxyShared {
   bool charge(std::uint64_t bytes);
 
  private:
-  std::mutex report_mutex_;
-  std::chrono::steady_clock::time_point window_start_{};
-  std::uint64_t reports_in_window_ = 0;
-  std::uint64_t unreported_ = 0;
+  ReportLimiter reports_{kRefusalReportsPerMinute};
 };
 
 /// Serves one connection the forwarder handed over on the proxy port, to its end.
