@@ -16,6 +16,7 @@
 
 #include "base/unique_fd.h"
 #include "sandbox/host_support_internal.h"
+#include "sandbox/landlock_audit.h"
 #include "sandbox/landlock_rules.h"
 #include "sandbox/seccomp_notification.h"
 
@@ -222,8 +223,8 @@ SupportCheck check_syscall_refusal_reports() {
                  "use Linux 5.0 or newer");
 }
 
-// Landlock's audit records (ABI 7, Linux 6.15) are the only way deskd could hear of a
-// Landlock refusal; this deskd does not read them yet (see REFUSED in event_kinds.h).
+// Landlock's audit records (ABI 7, Linux 6.15) are the only way deskd can hear of a Landlock
+// refusal (landlock_audit.h): read by a root deskd, and made only while the audit is on.
 SupportCheck check_landlock_refusal_reports() {
   const std::string name = "landlock refusal reports";
   const LandlockSupport probe = probe_landlock();
@@ -233,10 +234,18 @@ SupportCheck check_landlock_refusal_reports() {
                        "; audit records need ABI 7, Linux 6.15)",
                    "use Linux 6.15 or newer");
   }
-  return missing(name, false,
-                 "Landlock refusals are not reported: this deskd does not read Landlock's audit records yet; "
-                 "refused writes show only as the command's own EACCES or EROFS",
-                 "none yet: a later deskd reads them (root deskd, audit log)");
+  if (auto socket = open_audit_log_socket(); !socket.ok()) {
+    return missing(name, false, "Landlock refusals are not reported: " + socket.error().what,
+                   "run deskd as root (with CAP_AUDIT_READ) to have them reported");
+  }
+  const auto enabled = kernel_audit_enabled();
+  if (!enabled.ok()) return missing(name, false, "Landlock refusals may not be reported: " + enabled.error().what,
+                                          "run `deskd doctor` as root to tell");
+  if (!*enabled) {
+    return missing(name, false, "Landlock refusals are not reported while the kernel's audit is off",
+                   "turn it on with `auditctl -e 1`, or boot with audit=1");
+  }
+  return available(name, false, "Landlock refusals are reported (the kernel's audit records)");
 }
 
 }  // namespace

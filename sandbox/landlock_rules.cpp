@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "sandbox/landlock_audit.h"
+
 namespace deskd::sandbox {
 namespace {
 
@@ -129,7 +131,7 @@ StepResult apply_landlock(const LandlockPlan& plan) {
     }
     ::close(fd);
   }
-  if (::syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) {
+  if (::syscall(SYS_landlock_restrict_self, ruleset, landlock_restrict_flags(plan.abi)) != 0) {
     const StepResult failed = step_failed(kStep);
     ::close(ruleset);
     return failed;

@@ -279,6 +279,8 @@ Result<SandboxedProcess> clone_sandbox(const SandboxSpec& spec, ChildMaking maki
   // start(), before the child is woken up.
   launch.place_after_clone = launch.cgroup && !launch.joins_v1_cgroup && (raw_pidfd < 0 || cgroup_fd < 0);
   SandboxedProcess process(pid, UniqueFd(raw_pidfd), std::move(launch.cgroup));
+  // Before the child is woken: its domain's first refusal names it as the creator.
+  if (spec.refusals) spec.refusals->watch_landlock_domain(pid);
   launch.sync.read_end.reset();
   launch.failures.write_end.reset();
   return process;

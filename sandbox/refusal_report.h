@@ -58,6 +58,13 @@ class RefusalReporter {
   /// answers each of its notifications with the errno the desk's filter gives, recording it.
   /// The listener must be answered for as long as the sandbox lives: its processes wait.
   virtual void watch_seccomp_listener(UniqueFd listener) = 0;
+  /// Told the host pid of each sandbox's first process, which makes the sandbox's Landlock
+  /// domain: Landlock's audit records name a domain by its creator (landlock_audit.h).
+  virtual void watch_landlock_domain(pid_t creator_host_pid) = 0;
+  /// Takes in what the kernel has already told but deskd has not read yet (Landlock's audit
+  /// records come asynchronously, unlike seccomp's notifications): asked as a command ends,
+  /// before lines_since().
+  virtual void settle() = 0;
   /// A mark to ask lines_since() with: refusals recorded after it. Taken as each command
   /// starts, so it also publishes the folded repeats whose window is over.
   virtual std::uint64_t mark() = 0;

@@ -29,6 +29,10 @@
 #include "runner/daemon/journal_entry.h"
 #include "runner/events/event_bus.h"
 
+namespace deskd::desk {
+class LandlockAuditReader;
+}
+
 namespace deskd::app {
 
 struct AssembledDesk;
@@ -42,6 +46,9 @@ struct DaemonLog {
 
   void info(const std::string& text, const LogFields& fields = {}) const {
     if (write) write(LogLevel::info, text, fields);
+  }
+  void warn(const std::string& text, const LogFields& fields = {}) const {
+    if (write) write(LogLevel::warn, text, fields);
   }
   void error(const std::string& text, const LogFields& fields = {}) const {
     if (write) write(LogLevel::error, text, fields);
@@ -150,6 +157,7 @@ class Daemon final : public control::ControlService {
   void hold(Slot& slot, const std::string& text, const std::string& sender,
             std::function<void(Result<std::string>)> sent);
   void journal_daemon_event(const desk::Event& event);
+  void start_landlock_audit();
   /// Forgets a waiting message once the desk has taken it (its turn started, it was
   /// delivered as steering, answered or finished), and all of a desk's when it stops.
   void track_waiting(const desk::Event& event);
@@ -160,6 +168,9 @@ class Daemon final : public control::ControlService {
   DaemonLog log_;
   desk::EventBus bus_;
   control::EventHistory history_;
+  // A root deskd's reader of Landlock's audit records, shared by every desk's refusal
+  // recorder; none when the kernel cannot tell deskd (start() says why).
+  std::shared_ptr<desk::LandlockAuditReader> landlock_audit_;
   std::map<std::string, std::unique_ptr<Slot>> slots_;
   mutable std::mutex waiting_mutex_;  // guards each Slot's waiting messages: sinks run on the publishing thread
   bool stopping_ = false;

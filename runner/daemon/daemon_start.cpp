@@ -13,8 +13,10 @@
 #include "runner/daemon/desk_assembly.h"
 #include "runner/daemon/service_status.h"
 #include "runner/desk/desk_runtime.h"
+#include "runner/desk/landlock_audit_reader.h"
 #include "runner/desk/schedule.h"
 #include "runner/journal/journal_tail.h"
+#include "sandbox/landlock_audit.h"
 
 namespace deskd::app {
 
@@ -31,6 +33,7 @@ void Daemon::start(std::function<void(std::size_t started)> started) {
   // Starting from here on, so that what the socket answers from now says so.
   std::vector<Slot*> every_slot;
   for (auto& [name, slot] : slots_) every_slot.push_back(slot.get());
+  start_landlock_audit();
   begin_starting(std::move(every_slot));
   // Waits for the count, not for these slots: a reload right after the last desk came back
   // may already have replaced some of them.
@@ -46,6 +49,23 @@ void Daemon::start(std::function<void(std::size_t started)> started) {
         if (escaped) std::rethrow_exception(escaped);
         started(running);
       });
+}
+
+// Landlock tells its refusals only to the kernel's audit, which only a root deskd may read;
+// the desks run the same without it, only those refusals go unreported.
+void Daemon::start_landlock_audit() {
+  if (::geteuid() != 0 || landlock_audit_) return;
+  auto reader = desk::LandlockAuditReader::start(executor_);
+  if (!reader.ok()) {
+    log_.info(reader.error().what);
+    return;
+  }
+  landlock_audit_ = std::move(reader).value();
+  if (auto enabled = sandbox::kernel_audit_enabled(); enabled.ok() && !*enabled) {
+    log_.warn(
+        "Landlock refusals are reported only while the kernel's audit is on, and it is off: turn it on with "
+        "`auditctl -e 1` (or boot with audit=1) to see them");
+  }
 }
 
 std::string Daemon::status_line() const {
@@ -152,7 +172,11 @@ void Daemon::assemble_slot(Slot& slot, Result<std::optional<DeskIds>> ids) {
       *assembled = Error{error.code, error.error_number, "choosing the desk's uid: " + error.what};
     } else {
       *assembled = assemble_desk(
-          executor_, {.desk = slot.config, .state_folder = desk_state_folder(config_, slot.config.name), .ids = *ids},
+          executor_,
+          {.desk = slot.config,
+           .state_folder = desk_state_folder(config_, slot.config.name),
+           .ids = *ids,
+           .landlock_audit = landlock_audit_},
           bus_, clock_);
     }
   } catch (const std::exception& error) {

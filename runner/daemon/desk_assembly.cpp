@@ -185,7 +185,7 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   if (error)
     return Error::make(ErrorCode::system, "creating the state folder " + state.native() + ": " + error.message());
 
-  desk->refusals = desk::DeskRefusalRecorder::create(executor, bus, desk_config.name, clock);
+  desk->refusals = desk::DeskRefusalRecorder::create(executor, bus, desk_config.name, clock, input.landlock_audit);
   input.refusal_reporter = desk->refusals;
   if (!input.refusals) input.refusals = network_refusal_publisher(bus, desk_config.name, desk->refusals);
   desk->approvals = std::make_shared<egress::ApprovalBoard>(desk_config.name);

@@ -19,6 +19,7 @@
 #include "runner/daemon/desk_ids.h"
 #include "runner/desk/budget_keeper.h"
 #include "runner/desk/desk_runtime.h"
+#include "runner/desk/landlock_audit_reader.h"
 #include "runner/desk/market_status.h"
 #include "runner/desk/refusal_recorder.h"
 #include "runner/desk/schedule.h"
@@ -54,7 +55,7 @@ struct AssembledDesk {
   /// The desk's API calls held for a person (an `ask` rule of its API gate), named after the
   /// desk; read by /approvals, deskctl approvals, approve and deny. The gate asks on it.
   std::shared_ptr<egress::ApprovalBoard> approvals;
-  std::unique_ptr<desk::DeskRuntime> runtime;     ///< lent the parts above: destroyed first
+  std::unique_ptr<desk::DeskRuntime> runtime;  ///< lent the parts above: destroyed first
   std::unique_ptr<desk::Scheduler> scheduler;
 };
 
@@ -87,6 +88,8 @@ struct DeskAssemblyInput {
   egress::RefusalSink refusals = {};
   /// Where every enforcer of the desk tells its refusals (the spec's `refusals`); none: nowhere.
   std::shared_ptr<sandbox::RefusalReporter> refusal_reporter = {};
+  /// The daemon's reader of Landlock's audit records (a root deskd's); none: not reported.
+  std::shared_ptr<desk::LandlockAuditReader> landlock_audit = {};
   /// For a desk that names APIs: where its gate's requests wait for a person (a board of
   /// its own when none), where its events go (none: not published), and its clock.
   std::shared_ptr<egress::ApprovalBoard> approvals = {};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runner/desk/landlock_audit_reader.h"
 #include "runner/events/event_kinds.h"
 
 namespace deskd::desk {
@@ -9,9 +10,11 @@ namespace deskd::desk {
 namespace json = boost::json;
 
 std::shared_ptr<DeskRefusalRecorder> DeskRefusalRecorder::create(boost::asio::any_io_executor executor, EventBus& bus,
-                                                                 std::string desk_name, const Clock& clock) {
+                                                                 std::string desk_name, const Clock& clock,
+                                                                 std::shared_ptr<LandlockAuditReader> landlock_audit) {
   std::shared_ptr<DeskRefusalRecorder> recorder(
       new DeskRefusalRecorder(std::move(executor), bus, std::move(desk_name), clock));
+  recorder->landlock_audit_ = std::move(landlock_audit);
   // The bus keeps its sinks for its life: this one holds the recorder weakly and does
   // nothing once the desk's recorder is gone.
   bus.add_sink([weak = std::weak_ptr<DeskRefusalRecorder>(recorder)](const Event& event) {
@@ -23,6 +26,14 @@ std::shared_ptr<DeskRefusalRecorder> DeskRefusalRecorder::create(boost::asio::an
 DeskRefusalRecorder::DeskRefusalRecorder(boost::asio::any_io_executor executor, EventBus& bus, std::string desk_name,
                                          const Clock& clock)
     : executor_(std::move(executor)), bus_(bus), desk_name_(std::move(desk_name)), clock_(clock) {}
+
+void DeskRefusalRecorder::watch_landlock_domain(pid_t creator_host_pid) {
+  if (landlock_audit_) landlock_audit_->watch(creator_host_pid, weak_from_this());
+}
+
+void DeskRefusalRecorder::settle() {
+  if (landlock_audit_) landlock_audit_->drain();
+}
 
 std::string DeskRefusalRecorder::key_of(const sandbox::Refusal& refusal) {
   return std::string(sandbox::enforcer_name(refusal.enforcer)) + '\n' + refusal.what + '\n' + refusal.rule;

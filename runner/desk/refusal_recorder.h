@@ -29,6 +29,8 @@
 
 namespace deskd::desk {
 
+class LandlockAuditReader;
+
 class DeskRefusalRecorder final : public sandbox::RefusalReporter,
                                   public std::enable_shared_from_this<DeskRefusalRecorder> {
  public:
@@ -43,12 +45,17 @@ class DeskRefusalRecorder final : public sandbox::RefusalReporter,
 
   /// A recorder for desk `desk_name` publishing on `bus` (which must outlive it); it follows
   /// the desk's TOOL_CALLED and TOOL_FINISHED events to know the running tool call.
+  /// With `landlock_audit` (a root deskd's, when the kernel can tell), its sandboxes'
+  /// Landlock refusals are recorded too.
   static std::shared_ptr<DeskRefusalRecorder> create(boost::asio::any_io_executor executor, EventBus& bus,
-                                                     std::string desk_name, const Clock& clock);
+                                                     std::string desk_name, const Clock& clock,
+                                                     std::shared_ptr<LandlockAuditReader> landlock_audit = nullptr);
   ~DeskRefusalRecorder() override;
 
   void record(sandbox::Refusal refusal) override;
   void watch_seccomp_listener(UniqueFd listener) override;
+  void watch_landlock_domain(pid_t creator_host_pid) override;
+  void settle() override;
   std::uint64_t mark() override;
   std::vector<std::string> lines_since(std::uint64_t mark) const override;
 
@@ -101,6 +108,7 @@ class DeskRefusalRecorder final : public sandbox::RefusalReporter,
   std::uint64_t records_in_minute_ = 0;
   std::uint64_t dropped_ = 0;
   std::vector<std::shared_ptr<ListenerWatch>> watches_;
+  std::shared_ptr<LandlockAuditReader> landlock_audit_;
 };
 
 }  // namespace deskd::desk

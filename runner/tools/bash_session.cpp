@@ -331,6 +331,7 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
     // What the desk's enforcers refused during the command, so the model need not guess
     // why it failed (refused calls are answered only after they are recorded).
     if (state->spec.refusals) {
+      state->spec.refusals->settle();
       outcome.output =
           sandbox::with_refusal_lines(std::move(outcome.output), state->spec.refusals->lines_since(refusals_before));
     }

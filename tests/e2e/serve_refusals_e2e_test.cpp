@@ -5,8 +5,12 @@
 // result; and a loop of 100,000 refused calls leaves the journal and deskd's memory bounded.
 // For a root deskd and an unprivileged one.
 
+#include <linux/netlink.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <boost/json.hpp>
 
@@ -73,6 +77,78 @@ const json::object* find_refused(const std::vector<json::object>& refused, const
   }
   return nullptr;
 }
+
+// The kernel's Landlock ABI (landlock_create_ruleset with LANDLOCK_CREATE_RULESET_VERSION).
+long landlock_abi() { return ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U); }
+
+// The kernel's audit switched on for a test, and back as it was: Landlock makes its records
+// only while it is on. Needs CAP_AUDIT_CONTROL (root on the host, not in a container). The
+// e2e suite links nothing of deskd, so it speaks the audit's netlink itself: AUDIT_GET (1000)
+// and AUDIT_SET (1001) with audit_status{mask = AUDIT_STATUS_ENABLED, enabled}.
+class KernelAuditOn {
+ public:
+  KernelAuditOn() {
+    const int enabled = ask(1000, 0);
+    if (enabled < 0) {
+      why_not_ = "AUDIT_GET failed: " + std::string(std::strerror(-enabled));
+      return;
+    }
+    was_on_ = enabled != 0;
+    if (!was_on_ && ask(1001, 1) < 0) why_not_ = "AUDIT_SET failed";
+  }
+  ~KernelAuditOn() {
+    if (why_not_.empty() && !was_on_) ask(1001, 0);
+  }
+  const std::string& why_not() const { return why_not_; }
+
+ private:
+  // AUDIT_GET: the `enabled` field; AUDIT_SET: 0. A negative errno on failure.
+  static int ask(std::uint16_t type, std::uint32_t enable) {
+    const int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+    if (fd < 0) return -errno;
+    timeval deadline{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
+    struct {
+      nlmsghdr header;
+      std::uint32_t mask;
+      std::uint32_t enabled;
+    } request{};
+    const bool set = type == 1001;
+    request.header = {set ? static_cast<std::uint32_t>(sizeof request) : static_cast<std::uint32_t>(sizeof(nlmsghdr)),
+                      type, static_cast<std::uint16_t>(NLM_F_REQUEST | (set ? NLM_F_ACK : 0)), 1, 0};
+    request.mask = 1;
+    request.enabled = enable;
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    int result = -EIO;
+    if (::sendto(fd, &request, request.header.nlmsg_len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) > 0) {
+      alignas(nlmsghdr) char reply[8192];
+      for (int attempt = 0; attempt < 4; ++attempt) {
+        const ssize_t got = ::recv(fd, reply, sizeof reply, 0);
+        if (got < static_cast<ssize_t>(sizeof(nlmsghdr) + 2 * sizeof(std::uint32_t))) break;
+        const auto* header = reinterpret_cast<const nlmsghdr*>(reply);
+        std::uint32_t fields[2];
+        std::memcpy(fields, reply + NLMSG_HDRLEN, sizeof fields);
+        if (header->nlmsg_type == NLMSG_ERROR) {
+          const int error_number = static_cast<int>(fields[0]);
+          if (error_number != 0 || set) {
+            result = error_number;
+            break;
+          }
+          continue;
+        }
+        if (header->nlmsg_type == type) {
+          result = static_cast<int>(fields[1]);
+          break;
+        }
+      }
+    }
+    ::close(fd);
+    return result;
+  }
+  bool was_on_ = false;
+  std::string why_not_;
+};
 
 class ServeRefusalsE2eTest : public ServeE2eTest, public ::testing::WithParamInterface<bool> {
  protected:
@@ -201,6 +277,45 @@ TEST_P(ServeRefusalsE2eTest, TheProcessAndMemoryLimitsMetAreRecordsToo) {
   ASSERT_NE(memory, nullptr);
   EXPECT_EQ(event_data(*memory, "enforcer"), "limit");
   EXPECT_THAT(daemon.deskctl({"refusals", "one"}).output, HasSubstr("refused by limit: " + limit));
+}
+
+// Landlock, from the kernel's audit records (Linux 6.15): bash writes where the mounts would
+// let it but Landlock does not (a device file beyond /dev/null and its kin), and the record
+// names the path, the process and the tool call. Only a root deskd may read the audit log.
+TEST_P(ServeRefusalsE2eTest, ALandlockRefusalIsReadFromTheKernelsAudit) {
+  if (unprivileged()) GTEST_SKIP() << "an unprivileged deskd cannot read the audit log (CAP_AUDIT_READ): doctor says so";
+  if (landlock_abi() < 7) GTEST_SKIP() << "Landlock's audit records need ABI 7 (Linux 6.15)";
+  KernelAuditOn audit;
+  if (!audit.why_not().empty()) GTEST_SKIP() << "the kernel's audit cannot be turned on here: " << audit.why_not();
+  ServeDaemon daemon({DeskSetup{.name = "one", .script = ""}});
+  std::ofstream(daemon.script_path("one"))
+      << scripted_turn({bash_call("echo noise > /dev/urandom; echo went on")})
+      << scripted_turn({bash_call("for i in $(seq 20000); do echo x 2>/dev/null > /dev/urandom; done; echo looped")});
+  start(daemon);
+  const auto outcomes = run_turn(daemon, "one", "write");
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_THAT(outcomes[0].text, HasSubstr("Permission denied")) << describe(outcomes[0]);
+  EXPECT_THAT(outcomes[0].text,
+              HasSubstr("deskd refused: write /dev/urandom \u2014 desks may write only in their writable places"))
+      << describe(outcomes[0]);
+  const auto refused = refused_in_journal(daemon, "one");
+  const json::object* event = find_refused(refused, "write /dev/urandom");
+  ASSERT_NE(event, nullptr) << "no REFUSED record of the write";
+  EXPECT_EQ(event_data(*event, "enforcer"), "landlock");
+  EXPECT_EQ(event_data(*event, "comm"), "bash");
+  EXPECT_THAT(event_data(*event, "exe"), HasSubstr("bash"));
+  EXPECT_GT(event->at("data").as_object().at("pid").as_int64(), 1);
+  EXPECT_THAT(event_data(*event, "details"), HasSubstr("fs.write_file"));
+  EXPECT_FALSE(event_data(*event, "trigger").empty());
+  EXPECT_FALSE(event_data(*event, "tool_call").empty());
+  EXPECT_THAT(daemon.deskctl({"refusals", "one"}).output, HasSubstr("refused by landlock: write /dev/urandom (bash"));
+
+  // A loop of refused writes is folded: a record or two, whatever the kernel could hand over.
+  const auto looped = run_turn(daemon, "one", "loop");
+  ASSERT_EQ(looped.size(), 1u);
+  EXPECT_THAT(looped[0].text, HasSubstr("looped")) << describe(looped[0]);
+  const auto after_loop = refused_in_journal(daemon, "one");
+  EXPECT_LE(after_loop.size(), refused.size() + 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Daemons, ServeRefusalsE2eTest, ::testing::Values(false, true),
