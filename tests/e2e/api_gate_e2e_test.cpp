@@ -208,8 +208,16 @@ TEST_P(ApiGateE2eTest, MethodPathValueRateAndWindowRulesHoldAndTheAlgoIdIsAdded)
   for (const auto& request : broker_.requests()) EXPECT_NE(request_field(request, "method"), "DELETE");
   // Each refusal is an API_REFUSED event.
   std::size_t refused = 0;
-  for (const auto& event : json_lines(daemon->journal_path(kGateDesk))) refused += event_kind(event) == "API_REFUSED";
+  std::size_t recorded = 0;  // and one REFUSED record of the api_gate each, with every enforcer's
+  for (const auto& event : json_lines(daemon->journal_path(kGateDesk))) {
+    refused += event_kind(event) == "API_REFUSED";
+    recorded += event_kind(event) == "REFUSED" && event_data(event, "enforcer") == "api_gate";
+  }
   EXPECT_EQ(refused, 6u);
+  EXPECT_EQ(recorded, 6u);
+  // Named at the end of the tool result too, and in deskctl refusals.
+  EXPECT_THAT(outcomes[2].text, HasSubstr("deskd refused: kite DELETE ")) << describe(outcomes[2]);
+  EXPECT_THAT(daemon->deskctl({"refusals", kGateDesk}).output, HasSubstr("refused by api_gate: kite DELETE "));
 }
 
 TEST_P(ApiGateE2eTest, AnAskedOrderWaitsForAPersonAndReachesTheBrokerOnceWhenApproved) {
