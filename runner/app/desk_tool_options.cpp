@@ -14,6 +14,9 @@
 #include "base/clock.h"
 #include "runner/app/cli_values.h"
 #include "runner/daemon/desk_assembly.h"
+#include "runner/desk/refusal_recorder.h"
+#include "runner/events/event_kinds.h"
+#include "runner/events/event_text.h"
 #include "runner/egress/egress_proxy.h"
 #include "runner/tools/proposal_store.h"
 #include "sandbox/uid_registry.h"
@@ -90,13 +93,47 @@ egress::RefusalSink refusals_to_standard_error() {
   };
 }
 
+namespace {
+
+// `deskd shell` and `deskd mcp` keep no journal, but a desk's refusals still end its tool
+// results (so the model reads why) and are told on standard error as deskctl prints them
+// (the egress proxy's in its own words, above). The recorder publishes on a bus of its own,
+// which outlives it (declared first, destroyed last).
+std::shared_ptr<sandbox::RefusalReporter> refusals_of_a_command(boost::asio::any_io_executor executor,
+                                                                const std::string& desk_name) {
+  static const SystemClock clock;
+  struct Recording {
+    desk::EventBus bus{clock};
+    std::shared_ptr<desk::DeskRefusalRecorder> recorder;
+  };
+  auto recording = std::make_shared<Recording>();
+  recording->bus.add_sink([](const desk::Event& event) {
+    if (event.kind != desk::event_kind::kRefused) return;
+    const boost::json::value* enforcer = event.data.if_contains("enforcer");
+    if (enforcer != nullptr && enforcer->is_string() && enforcer->as_string() == "egress") return;
+    const std::string line = desk::event_text(desk::to_json(event));
+    if (!line.empty()) std::fprintf(stderr, "deskd: %s", line.c_str());
+  });
+  recording->recorder = desk::DeskRefusalRecorder::create(std::move(executor), recording->bus, desk_name, clock);
+  return std::shared_ptr<sandbox::RefusalReporter>(recording, recording->recorder.get());
+}
+
+}  // namespace
+
 Result<tools::DeskToolSettings> build_desk_tool_settings(const DeskToolOptions& options,
                                                          boost::asio::any_io_executor executor) {
   DESKD_ASSIGN_OR_RETURN(auto command, command_desk(options));
+  auto reporter = refusals_of_a_command(executor, command.desk.name);
+  egress::RefusalSink told = [printed = refusals_to_standard_error(), reporter](const egress::EgressRefusal& refusal) {
+    printed(refusal);
+    reporter->record(sandbox::Refusal{sandbox::Enforcer::egress, refusal.host + ":" + std::to_string(refusal.port), "",
+                                      refusal.why, std::nullopt});
+  };
   DESKD_ASSIGN_OR_RETURN(auto spec, assemble_desk_sandbox(executor, {.desk = command.desk,
                                                                      .state_folder = {},
                                                                      .ids = command.ids,
-                                                                     .refusals = refusals_to_standard_error()}));
+                                                                     .refusals = std::move(told),
+                                                                     .refusal_reporter = reporter}));
   std::shared_ptr<tools::ProposalStore> proposals;
   if (options.proposals_folder) {
     DESKD_ASSIGN_OR_RETURN(auto folder, tools::proposals_folder_outside(spec.confinement, *options.proposals_folder));
