@@ -5,9 +5,9 @@
 #include <boost/asio.hpp>
 
 #include <charconv>
-#include <optional>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "base/command_line.h"
@@ -103,7 +103,8 @@ DeskdCommand add_mcp_command(CLI::App& deskd) {
           "--progress-interval",
           [options](const std::string& text) {
             const auto interval = parse_interval(text);
-            if (!interval) throw CLI::ValidationError("--progress-interval needs a number of seconds from 0.05 to 3600");
+            if (!interval)
+              throw CLI::ValidationError("--progress-interval needs a number of seconds from 0.05 to 3600");
             options->progress_interval = *interval;
           },
           "how often a running call reports progress (default 5)")
