@@ -5,9 +5,9 @@
 #include <boost/asio.hpp>
 
 #include <charconv>
-#include <optional>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "base/command_line.h"
@@ -25,18 +25,23 @@ namespace {
 constexpr const char* kMcpDescription =
     "Serves the desk's tools (bash, bash_background, check_background, bash_restart,\n"
     "read_file, write_file, edit_file, list_directory, propose_file_change) as a Model\n"
-    "Context Protocol server on standard input and output: JSON-RPC 2.0, one message a line,\n"
-    "protocol versions 2025-06-18 and 2025-11-25 (an older client is answered 2025-11-25 and\n"
-    "decides whether it can go on). bash runs in the desk's sandbox; the file tools follow\n"
-    "the same confinement. Logs go to standard error only.\n"
+    "Context Protocol server on standard input and output: JSON-RPC 2.0, one message a line.\n"
+    "Protocol revisions 2025-06-18 and 2025-11-25 after initialize (an older client is answered\n"
+    "2025-11-25 and decides whether it can go on), and 2026-07-28 without a handshake on every\n"
+    "request that names it in _meta[\"io.modelcontextprotocol/protocolVersion\"] (another\n"
+    "modern revision is refused with -32022, naming the ones spoken); server/discover says\n"
+    "which. bash runs in the desk's sandbox; the file tools follow the same confinement. Logs\n"
+    "go to standard error only.\n"
     "\n"
-    "initialize comes first (only ping is answered before it). Arguments are checked against\n"
-    "each tool's inputSchema (-32602 names the argument at fault; an unknown tool is -32602\n"
-    "too). notifications/cancelled stops the call it names, a running command included, and\n"
-    "that call gets no reply. A call whose _meta carries a progressToken hears\n"
+    "Arguments are checked against each tool's inputSchema: from 2025-11-25 on, arguments at\n"
+    "fault are a tool result with isError that names them (the model can correct the call);\n"
+    "under 2025-06-18 they are -32602. An unknown tool is -32602 in every revision.\n"
+    "A result's text is the whole answer; its structuredContent repeats it, with is_error.\n"
+    "notifications/cancelled stops the call it names, a running command included, and that\n"
+    "call gets no reply. A call whose _meta carries a progressToken hears\n"
     "notifications/progress while it runs. Ids come back exactly as sent; no error carries\n"
     "a null id: a line whose id cannot be known is logged here on standard error, and\n"
-    "answered without an id only once the session speaks 2025-11-25.\n"
+    "answered without an id only under 2025-11-25 or later.\n"
     "\n"
     "End of input: from a file, every request is answered first; from a pipe or a socket\n"
     "(the client hung up) the calls under way are stopped at once and deskd exits.\n"
@@ -98,7 +103,8 @@ DeskdCommand add_mcp_command(CLI::App& deskd) {
           "--progress-interval",
           [options](const std::string& text) {
             const auto interval = parse_interval(text);
-            if (!interval) throw CLI::ValidationError("--progress-interval needs a number of seconds from 0.05 to 3600");
+            if (!interval)
+              throw CLI::ValidationError("--progress-interval needs a number of seconds from 0.05 to 3600");
             options->progress_interval = *interval;
           },
           "how often a running call reports progress (default 5)")

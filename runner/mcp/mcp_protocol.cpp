@@ -13,10 +13,18 @@ json::object server_info(const McpServerInfo& info) { return {{"name", info.name
 
 json::object capabilities() { return {{"tools", json::object{{"listChanged", false}}}}; }
 
-json::array versions() {
-  json::array listed;
-  for (const char* version : kProtocolVersions) listed.emplace_back(version);
-  return listed;
+// The revisions in words, for messages.
+std::string versions_in_words() {
+  return "deskd speaks 2025-06-18 and 2025-11-25 after initialize, and 2026-07-28 on every request that names it in "
+         "_meta[\"" +
+         std::string(kProtocolVersionMetaKey) + "\"]";
+}
+
+json::object cacheable(json::object result) {
+  result["ttlMs"] = kCacheMilliseconds;
+  // Private: the tools describe this desk, which another person's desk need not share.
+  result["cacheScope"] = "private";
+  return result;
 }
 
 // A revision is named by its date, YYYY-MM-DD.
@@ -54,17 +62,19 @@ std::string shown(std::string_view text, std::size_t maximum_bytes) {
 std::optional<Initialized> initialize(const json::object& params, const McpServerInfo& info, RpcError& refused) {
   const json::value* requested = params.if_contains("protocolVersion");
   if (requested == nullptr || !requested->is_string() || !is_revision_date(requested->as_string())) {
-    json::object data{{"supported", versions()}};
+    json::object data{{"supported", supported_versions()}};
     if (requested != nullptr) data["requested"] = *requested;
     refused = RpcError{kInvalidParams,
                        "Unsupported protocol version: initialize needs a 'protocolVersion' such as \"" +
-                           std::string(std::end(kProtocolVersions)[-1]) + "\"; deskd speaks 2025-06-18 and 2025-11-25.",
+                           std::string(std::end(kLegacyProtocolVersions)[-1]) + "\"; " + versions_in_words() + ".",
                        std::move(data)};
     return std::nullopt;
   }
-  std::string chosen = std::end(kProtocolVersions)[-1];
+  // initialize is the legacy handshake: a client that asks it for a modern revision gets the
+  // newest legacy one (the modern era has no initialize at all).
+  std::string chosen = std::end(kLegacyProtocolVersions)[-1];
   bool spoken = false;
-  for (const char* version : kProtocolVersions) {
+  for (const char* version : kLegacyProtocolVersions) {
     if (requested->as_string() == version) {
       chosen = version;
       spoken = true;
@@ -74,13 +84,53 @@ std::optional<Initialized> initialize(const json::object& params, const McpServe
   return Initialized{std::move(result), std::move(chosen), spoken};
 }
 
+json::array supported_versions() {
+  json::array listed;
+  for (const char* version : kModernProtocolVersions) listed.emplace_back(version);
+  for (auto each = std::rbegin(kLegacyProtocolVersions); each != std::rend(kLegacyProtocolVersions); ++each) {
+    listed.emplace_back(*each);
+  }
+  return listed;
+}
+
 json::object discover(const McpServerInfo& info) {
-  // The 2026-07-28 schema carries serverInfo in _meta; its drafts had it at the top level.
-  return json::object{{"resultType", "complete"},
-                      {"supportedVersions", versions()},
-                      {"capabilities", capabilities()},
-                      {"serverInfo", server_info(info)},
-                      {"_meta", json::object{{"io.modelcontextprotocol/serverInfo", server_info(info)}}}};
+  // serverInfo is in _meta (2026-07-28); its drafts had it at the top level, where a client
+  // of a draft still looks, and the schema lets a result carry more.
+  return modern_result(cacheable(json::object{{"supportedVersions", supported_versions()},
+                                              {"capabilities", capabilities()},
+                                              {"serverInfo", server_info(info)}}),
+                       info);
+}
+
+json::object modern_result(json::object result, const McpServerInfo& info) {
+  result["resultType"] = "complete";
+  json::value& meta = result["_meta"];
+  if (!meta.is_object()) meta = json::object{};
+  meta.as_object()["io.modelcontextprotocol/serverInfo"] = server_info(info);
+  return result;
+}
+
+std::optional<RequestRevision> request_revision(const json::object& params, RpcError& refused) {
+  const json::value* meta = params.if_contains("_meta");
+  const json::value* version =
+      meta != nullptr && meta->is_object() ? meta->as_object().if_contains(kProtocolVersionMetaKey) : nullptr;
+  if (version == nullptr) return RequestRevision{};
+  if (!version->is_string()) {
+    refused = {kInvalidParams,
+               "Invalid params: _meta[\"" + std::string(kProtocolVersionMetaKey) + "\"] must be a string.",
+               std::nullopt};
+    return std::nullopt;
+  }
+  const std::string_view asked = version->as_string();
+  for (const char* spoken : kModernProtocolVersions) {
+    if (asked == spoken) return RequestRevision{std::string(spoken)};
+  }
+  // A legacy revision in _meta: some legacy clients send it; their session decides.
+  if (is_revision_date(asked) && asked < kFirstModernVersion) return RequestRevision{};
+  refused = {kUnsupportedProtocolVersion,
+             "Unsupported protocol version: " + shown(asked, 20) + "; " + versions_in_words() + ".",
+             json::object{{"supported", supported_versions()}, {"requested", shown(asked, 200)}}};
+  return std::nullopt;
 }
 
 }  // namespace deskd::tools::mcp

@@ -1,19 +1,23 @@
 #pragma once
 // McpServer: a desk's tools as a Model Context Protocol server (JSON-RPC 2.0, one message a
-// line), so that any MCP client can use the desk's sandbox as its shell. Protocol versions
-// 2025-06-18 and 2025-11-25 through `initialize` (required before anything but `ping`), and
-// `server/discover` of the 2026-07-28 draft; `ping`, `tools/list`, `tools/call`.
+// line), so that any MCP client can use the desk's sandbox as its shell. Both eras of the
+// protocol on one stdio (mcp_protocol.h): revisions 2025-06-18 and 2025-11-25 through
+// `initialize` (required before anything but `ping` and `server/discover`), and 2026-07-28
+// per request, without a handshake, on every request whose _meta names it; `server/discover`,
+// `tools/list`, `tools/call`.
 //
 // Nothing a client sends can crash it: bad requests and bad parameters become JSON-RPC
-// errors, a failed tool becomes a result with `isError: true`, notifications and responses
-// are never answered. An error is never sent with a null id (MCP has none): a message whose
-// id cannot be known is logged on stderr, and answered without an id only where the
-// negotiated revision allows it (2025-11-25). `notifications/cancelled` stops the call it
-// names (a running command is ended) and that call gets no reply; a call that carries a
-// progress token gets `notifications/progress` while it runs.
+// errors, a failed tool becomes a result with `isError: true` (and so, from 2025-11-25 on,
+// do arguments that break the tool's inputSchema; an unknown tool stays -32602), notifications
+// and responses are never answered. An error is never sent with a null id (MCP has none): a
+// message whose id cannot be known is logged on stderr, and answered without an id only
+// where the revision allows it (2025-11-25 and later). `notifications/cancelled` stops the
+// call it names (a running command is ended) and that call gets no reply; a call that
+// carries a progress token gets `notifications/progress` while it runs.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -72,7 +76,10 @@ class McpServer {
   void stop();
 
  private:
-  struct Request;
+  struct Request {
+    boost::asio::cancellation_signal signal;  // bound to the coroutine that handles the line
+    bool cancelled = false;                   // the client no longer wants the answer
+  };
   struct Serving;
   /// Where lines go: replies, and notifications (progress).
   struct Output {
@@ -82,9 +89,23 @@ class McpServer {
 
   boost::asio::awaitable<void> process(McpMessage parsed, std::shared_ptr<Request> request, Output out);
   boost::asio::awaitable<void> run_request(const McpMessage& parsed, std::shared_ptr<Request> request, Output out);
+  // What a request gets under each era: a result, or nullopt with `error` set.
+  boost::asio::awaitable<std::optional<boost::json::object>> run_legacy(std::string_view name,
+                                                                        const boost::json::object& arguments,
+                                                                        const McpMessage& parsed, mcp::RpcError& error,
+                                                                        const Output& out);
+  boost::asio::awaitable<std::optional<boost::json::object>> run_modern(std::string_view name,
+                                                                        const boost::json::object& arguments,
+                                                                        const std::string& revision,
+                                                                        const McpMessage& parsed, mcp::RpcError& error,
+                                                                        const Output& out);
+  std::optional<boost::json::object> list_tools(const boost::json::object& params, mcp::RpcError& error) const;
+  /// `revision` is the one the call is served under (the session's, or the request's own).
   boost::asio::awaitable<std::optional<boost::json::object>> call_tool(const boost::json::object& params,
+                                                                       std::string_view revision,
                                                                        const McpMessage& parsed, mcp::RpcError& refused,
                                                                        const Output& out);
+  static void log(const std::string& text);
   /// Answers `error` to the request `raw_id`; without an id, logs it and answers it only
   /// where the negotiated revision allows an error without an id.
   void refuse(const std::optional<std::string>& raw_id, const mcp::RpcError& error, const Output& out) const;
@@ -98,11 +119,12 @@ class McpServer {
   McpServerInfo info_;
   McpToolCatalog catalog_;
   std::chrono::milliseconds progress_interval_;
-  std::optional<std::string> protocol_version_;  // set by a successful initialize
+  std::optional<std::string> protocol_version_;              // set by a successful initialize
+  bool modern_seen_ = false;                                 // a request named a modern revision
   std::map<std::string, std::shared_ptr<Request>> running_;  // requests under way, by id key
   std::set<std::shared_ptr<Request>> live_;                  // every line being handled by serve()
-  LineReader* reader_ = nullptr;           // while serve() runs
-  std::shared_ptr<Serving> serving_;      // while serve() runs
+  LineReader* reader_ = nullptr;                             // while serve() runs
+  std::shared_ptr<Serving> serving_;                         // while serve() runs
   bool stopped_ = false;
 };
 

@@ -26,7 +26,10 @@ json::value object_schema(const Tool& tool, std::string_view text, const char* w
 
 json::object annotations(const Tool& tool) {
   const ToolEffects effects = tool.effects();
-  return json::object{{"readOnlyHint", effects.read_only},
+  // The title again: Claude Code reads only annotations.title (the spec's display order is
+  // title, then annotations.title, then name).
+  return json::object{{"title", tool.title()},
+                      {"readOnlyHint", effects.read_only},
                       {"destructiveHint", effects.destructive},
                       {"idempotentHint", effects.idempotent},
                       {"openWorldHint", effects.open_world}};
@@ -47,26 +50,32 @@ McpToolCatalog::McpToolCatalog(const ToolRegistry& tools) : tools_(tools) {
   }
 }
 
-Tool* McpToolCatalog::find_for_call(std::string_view name, const json::object& arguments, mcp::RpcError& refused) const {
+Tool* McpToolCatalog::find(std::string_view name, mcp::RpcError& refused) const {
   Tool* tool = tools_.find(name);
-  const auto schema = input_schemas_.find(name);
-  if (tool == nullptr || schema == input_schemas_.end()) {
+  if (tool == nullptr || !input_schemas_.contains(name)) {
     // The spec's own example words it so; the known names help a person fix the call.
     std::string known;
     for (const auto& each : tools_.tools()) known += (known.empty() ? "" : ", ") + std::string(each->name());
-    refused = {mcp::kInvalidParams, "Unknown tool: " + mcp::shown(name) + ". The tools are: " + known + ".", std::nullopt};
-    return nullptr;
-  }
-  if (auto problem = schema_violation(schema->second, arguments)) {
-    refused = {mcp::kInvalidParams, "Invalid arguments for tool " + std::string(name) + ": " + *problem, std::nullopt};
+    refused = {mcp::kInvalidParams, "Unknown tool: " + mcp::shown(name) + ". The tools are: " + known + ".",
+               std::nullopt};
     return nullptr;
   }
   return tool;
 }
 
+std::optional<std::string> McpToolCatalog::argument_problem(std::string_view name,
+                                                            const json::object& arguments) const {
+  const auto schema = input_schemas_.find(name);
+  if (schema == input_schemas_.end()) return "There is no tool " + mcp::shown(name) + ".";
+  if (auto problem = schema_violation(schema->second, arguments)) {
+    return "Invalid arguments for tool " + std::string(name) + ": " + *problem;
+  }
+  return std::nullopt;
+}
+
 json::object McpToolCatalog::call_result(ToolResult result) {
   std::string text = valid_utf8(std::move(result.text));
-  json::object structured{{"text", text}, {"truncated", result.truncated}};
+  json::object structured{{"text", text}, {"truncated", result.truncated}, {"is_error", result.is_error}};
   if (result.exit_status) structured["exit_status"] = *result.exit_status;
   json::array content{json::object{{"type", "text"}, {"text", std::move(text)}}};
   return json::object{

@@ -26,8 +26,9 @@ constexpr std::string_view kCommandSchema = R"({
 constexpr std::string_view kCommandOutputSchema = R"({"type":"object","properties":{)"
     R"("text":{"type":"string","description":"What the command printed, then a line with its exit status."},)"
     R"("exit_status":{"type":"integer","description":"The command's exit status; absent when it had none (it ran too long, or the terminal could not run it)."},)"
-    R"("truncated":{"type":"boolean","description":"Whether output was left out because it was too long."}},)"
-    R"("required":["text","truncated"]})";
+    R"("truncated":{"type":"boolean","description":"Whether output was left out because it was too long."},)"
+    R"("is_error":{"type":"boolean","description":"Whether the call failed or was refused; the text says why."}},)"
+    R"("required":["text","truncated","is_error"]})";
 
 // The tools share the session; each holds it so that none outlives it by accident.
 class SessionTool : public Tool {

@@ -36,7 +36,9 @@ struct ToolEffects {
 };
 
 /// The output schema every tool's structured result follows at least: the text the tool
-/// answered and whether output was left out. A tool that adds fields declares its own.
+/// answered, whether output was left out, and whether the call failed (so that a host that
+/// shows the model only structuredContent still says so). A tool that adds fields declares
+/// its own.
 extern const std::string_view kBasicOutputSchema;
 
 /// What of the desk a tool may touch, for /tools: the words come from the desk's

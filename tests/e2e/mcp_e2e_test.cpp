@@ -32,12 +32,16 @@ class McpEndToEndTest : public ::testing::Test {
     deskd_ = std::make_unique<DeskdProcess>(arguments);
     if (protocol_version.empty()) return;
     const json::value initialized = ask(0, "initialize", {{"protocolVersion", protocol_version}});
-    EXPECT_EQ(initialized.at("result").at("protocolVersion"), json::value(protocol_version)) << json::serialize(initialized);
-    deskd_->send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n");
+    EXPECT_EQ(initialized.at("result").at("protocolVersion"), json::value(protocol_version))
+        << json::serialize(initialized);
+    deskd_->send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+                 "\n");
   }
 
   json::value ask(json::value id, std::string_view method, json::object params = {}) {
-    deskd_->send(json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}) + "\n");
+    deskd_->send(json::serialize(
+                     json::object{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}) +
+                 "\n");
     return reply();
   }
   json::value reply() {
@@ -67,19 +71,20 @@ class McpEndToEndTest : public ::testing::Test {
 
 TEST_F(McpEndToEndTest, AWholeSession) {
   start("5", "");
-  const json::value initialized =
-      ask(1, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object{}},
-                            {"clientInfo", json::object{{"name", "e2e"}, {"version", "1"}}}});
+  const json::value initialized = ask(1, "initialize",
+                                      {{"protocolVersion", "2025-06-18"},
+                                       {"capabilities", json::object{}},
+                                       {"clientInfo", json::object{{"name", "e2e"}, {"version", "1"}}}});
   EXPECT_EQ(initialized.at("result").at("protocolVersion"), "2025-06-18");
   EXPECT_EQ(initialized.at("result").at("serverInfo").at("name"), "deskd");
-  deskd_->send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n");
+  deskd_->send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+               "\n");
 
   const json::value listed = ask(2, "tools/list");
   std::vector<std::string> names;
   for (const auto& tool : listed.at("result").at("tools").as_array()) names.emplace_back(tool.at("name").as_string());
-  EXPECT_EQ(names, (std::vector<std::string>{"bash", "bash_background", "check_background", "bash_restart",
-                                             "read_file", "write_file", "edit_file", "list_directory",
-                                             "propose_file_change"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"bash", "bash_background", "check_background", "bash_restart", "read_file",
+                                             "write_file", "edit_file", "list_directory", "propose_file_change"}));
 
   auto [echoed, echo_failed] = call("bash", {{"command", "echo hi"}});
   EXPECT_EQ(echoed, "hi\n[exit status 0]");
@@ -110,7 +115,7 @@ TEST_F(McpEndToEndTest, AWholeSession) {
   EXPECT_THAT(refused, HasSubstr("cannot be written"));
 
   const json::value discovered = ask(3, "server/discover");
-  EXPECT_EQ(discovered.at("result").at("supportedVersions"), (json::array{"2025-06-18", "2025-11-25"}));
+  EXPECT_EQ(discovered.at("result").at("supportedVersions"), (json::array{"2026-07-28", "2025-11-25", "2025-06-18"}));
   EXPECT_EQ(ask(4, "ping").at("result"), json::object{});
 
   deskd_->close_input();
@@ -128,11 +133,16 @@ TEST_F(McpEndToEndTest, BadInputIsAnsweredAndTheServerLivesOn) {
   const json::value unknown = ask(8, "tools/call", {{"name", "no_such_tool"}, {"arguments", json::object{}}});
   EXPECT_EQ(unknown.at("error").at("code"), -32602);
   EXPECT_THAT(std::string(unknown.at("error").at("message").as_string()), HasSubstr("Unknown tool: no_such_tool."));
-  const json::value extra = ask(9, "tools/call", {{"name", "bash"}, {"arguments", json::object{{"command", "true"}, {"cwd", "/"}}}});
-  EXPECT_EQ(extra.at("error").at("code"), -32602);
-  EXPECT_THAT(std::string(extra.at("error").at("message").as_string()), HasSubstr("'cwd' is not an argument"));
+  // Under 2025-11-25 an argument the tool does not take is the tool's error (SEP-1303).
+  const json::value extra =
+      ask(9, "tools/call", {{"name", "bash"}, {"arguments", json::object{{"command", "true"}, {"cwd", "/"}}}});
+  EXPECT_EQ(extra.at("result").at("isError"), true);
+  EXPECT_THAT(std::string(extra.at("result").at("content").at(0).at("text").as_string()),
+              HasSubstr("'cwd' is not an argument"));
   // A lone surrogate (text cut mid-emoji) is replaced, not refused; the command runs.
-  deskd_->send(R"({"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo 'cut \ud83d'"}}})" "\n");
+  deskd_->send(
+      R"({"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo 'cut \ud83d'"}}})"
+      "\n");
   EXPECT_EQ(reply().at("result").at("content").at(0).at("text"), "cut \xEF\xBF\xBD\n[exit status 0]");
   // Nesting past the limit is refused naming it, with the id.
   deskd_->send(R"({"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"bash","arguments":{"command":)" +
@@ -144,6 +154,29 @@ TEST_F(McpEndToEndTest, BadInputIsAnsweredAndTheServerLivesOn) {
   deskd_->send(std::string_view(kBinary, sizeof kBinary - 1));
   EXPECT_EQ(reply().at("error").at("code"), -32700);
   EXPECT_EQ(ask(7, "ping").at("id"), 7);
+  deskd_->close_input();
+  EXPECT_EQ(deskd_->wait(), 0) << deskd_->error_output();
+}
+
+// 2026-07-28: no initialize; each request names its revision in _meta.
+TEST_F(McpEndToEndTest, TheModernRevisionServesRequestsWithoutASession) {
+  start("5", "");
+  const json::object meta{{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                          {"io.modelcontextprotocol/clientCapabilities", json::object{}}};
+  const json::value discovered = ask("d", "server/discover", {{"_meta", meta}});
+  EXPECT_EQ(discovered.at("result").at("supportedVersions").at(0), "2026-07-28");
+  const json::value listed = ask(1, "tools/list", {{"_meta", meta}});
+  EXPECT_EQ(listed.at("result").at("resultType"), "complete");
+  EXPECT_EQ(listed.at("result").at("tools").as_array().size(), 9u);
+  const json::value ran = ask(
+      2, "tools/call", {{"_meta", meta}, {"name", "bash"}, {"arguments", json::object{{"command", "echo modern"}}}});
+  EXPECT_EQ(ran.at("result").at("content").at(0).at("text"), "modern\n[exit status 0]");
+  EXPECT_EQ(ran.at("result").at("structuredContent").at("exit_status"), 0);
+  json::object future = meta;
+  future["io.modelcontextprotocol/protocolVersion"] = "2027-01-01";
+  const json::value refused = ask(3, "tools/list", {{"_meta", future}});
+  EXPECT_EQ(refused.at("error").at("code"), -32022);
+  EXPECT_EQ(refused.at("error").at("data").at("requested"), "2027-01-01");
   deskd_->close_input();
   EXPECT_EQ(deskd_->wait(), 0) << deskd_->error_output();
 }
@@ -164,9 +197,12 @@ TEST_F(McpEndToEndTest, ACancelledCommandIsStoppedAndGetsNoReply) {
   auto [made, made_failed] = call("bash", {{"command", "mkdir -p scratch && touch scratch/early"}});
   ASSERT_FALSE(made_failed) << made;
   ASSERT_TRUE(std::filesystem::exists(desk_.directory() + "/scratch/early")) << "the check below would pass vacuously";
-  deskd_->send(R"({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 1.5; touch scratch/late"}}})" "\n");
+  deskd_->send(
+      R"({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 1.5; touch scratch/late"}}})"
+      "\n");
   std::this_thread::sleep_for(400ms);  // let the command start
-  deskd_->send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"e2e"}})" "\n");
+  deskd_->send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"e2e"}})"
+               "\n");
   EXPECT_EQ(ask(20, "ping").at("id"), 20) << "the cancelled call must get no reply";
   std::this_thread::sleep_for(2s);
   EXPECT_FALSE(std::filesystem::exists(desk_.directory() + "/scratch/late")) << "the command ran on";
@@ -180,7 +216,9 @@ TEST_F(McpEndToEndTest, ACancelledCommandIsStoppedAndGetsNoReply) {
 TEST_F(McpEndToEndTest, EndOfInputStopsTheRunningCommandAtOnce) {
   start("60");
   ASSERT_FALSE(call("bash", {{"command", "mkdir -p scratch"}}).second);
-  deskd_->send(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 3; touch scratch/late"}}})" "\n");
+  deskd_->send(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 3; touch scratch/late"}}})"
+      "\n");
   std::this_thread::sleep_for(400ms);
   const auto closed = std::chrono::steady_clock::now();
   deskd_->close_input();
@@ -192,7 +230,9 @@ TEST_F(McpEndToEndTest, EndOfInputStopsTheRunningCommandAtOnce) {
 }
 
 TEST_F(McpEndToEndTest, SigtermDuringACommandEndsCleanly) {
-  deskd_->send(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 60"}}})" "\n");
+  deskd_->send(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 60"}}})"
+      "\n");
   std::this_thread::sleep_for(500ms);  // let the command start
   deskd_->signal(SIGTERM);
   const json::value answer = reply();  // the call is answered, not dropped

@@ -1,7 +1,8 @@
 // `deskd mcp` under the MCP Inspector's CLI mode (@modelcontextprotocol/inspector, pinned by
-// package-lock.json beside this file; its client is the SDK's 2.x line): list the tools, call
-// one, and have bad arguments refused. Each run is `mcp-inspector --cli ... -- deskd mcp ...`,
-// which starts deskd, initializes, does one thing, prints JSON and closes deskd's input.
+// package-lock.json beside this file; its client is the SDK's 2.x line, on its default legacy
+// handshake): list the tools, call one, and have bad arguments answered as tool errors. Each
+// run is `mcp-inspector --cli ... -- deskd mcp ...`, which starts deskd, initializes, does one
+// thing, prints JSON and closes deskd's input.
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -35,6 +36,7 @@ describe('deskd mcp under the MCP Inspector CLI', () => {
     assert.equal(tools.length, 9);
     const bash = tools.find((tool) => tool.name === 'bash');
     assert.equal(bash.title, 'Run a command');
+    assert.equal(bash.annotations.title, 'Run a command', 'Claude Code reads only annotations.title');
     assert.equal(bash.annotations.destructiveHint, true);
     assert.equal(bash.inputSchema.additionalProperties, false);
     assert.equal(bash.outputSchema.properties.exit_status.type, 'integer');
@@ -50,18 +52,21 @@ describe('deskd mcp under the MCP Inspector CLI', () => {
     assert.equal(result.content[0].text, `${desk.directory}\n[exit status 4]`);
   });
 
-  test('an argument the tool does not take is refused naming it', async () => {
+  // SEP-1303: a tool error the model can read (the CLI then exits non-zero, "tool_is_error").
+  test('an argument the tool does not take is a tool error naming it', async () => {
     const { status, stdout, stderr } = await inspect('--method', 'tools/call', '--tool-name', 'bash',
       '--tool-arg', 'command=echo ok', '--tool-arg', 'cwd=/');
     assert.notEqual(status, 0, stdout);
-    assert.match(`${stdout}${stderr}`, /'cwd' is not an argument of this tool/);
+    assert.match(stdout, /"isError": true/);
+    assert.match(stdout, /'cwd' is not an argument of this tool/);
   });
 
-  test('an argument of the wrong type is refused naming it', async () => {
+  test('an argument of the wrong type is a tool error naming it', async () => {
     // The Inspector turns "true" into a boolean.
     const { status, stdout, stderr } = await inspect('--method', 'tools/call', '--tool-name', 'bash',
       '--tool-arg', 'command=true');
     assert.notEqual(status, 0, stdout);
-    assert.match(`${stdout}${stderr}`, /'command' must be a string/);
+    assert.match(stdout, /"isError": true/);
+    assert.match(stdout, /'command' must be a string/);
   });
 });

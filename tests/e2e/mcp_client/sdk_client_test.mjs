@@ -53,6 +53,7 @@ describe('deskd mcp under the TypeScript SDK client', () => {
     assert.deepEqual(tools.map((tool) => tool.name), TOOLS);
     for (const tool of tools) {
       assert.ok(tool.title && tool.title !== tool.name, `${tool.name} has a title`);
+      assert.equal(tool.annotations.title, tool.title, 'Claude Code reads only annotations.title');
       assert.equal(tool.outputSchema.type, 'object');
       for (const hint of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint']) {
         assert.equal(typeof tool.annotations[hint], 'boolean', `${tool.name}.${hint}`);
@@ -100,15 +101,22 @@ describe('deskd mcp under the TypeScript SDK client', () => {
     assert.equal(readFileSync(join(desk.directory, 'notes/plan.md'), 'utf8'), 'step two\n');
   });
 
-  test('bad arguments and unknown tools are JSON-RPC errors naming the fault', async () => {
+  // SEP-1303 (2025-11-25, which this SDK speaks): arguments the schema refuses are a tool
+  // error the model reads and can correct; an unknown tool stays a protocol error.
+  test('bad arguments are tool errors naming the fault; an unknown tool is a JSON-RPC error', async () => {
     await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }),
       (error) => error instanceof McpError && error.code === -32602 && /Unknown tool: no_such_tool/.test(error.message));
-    await assert.rejects(client.callTool({ name: 'bash', arguments: { command: 5 } }),
-      (error) => error.code === -32602 && /'command' must be a string/.test(error.message));
-    await assert.rejects(client.callTool({ name: 'bash', arguments: { command: 'true', cwd: '/' } }),
-      (error) => error.code === -32602 && /'cwd' is not an argument/.test(error.message));
-    await assert.rejects(client.callTool({ name: 'read_file', arguments: { path: 'x', offset: 0 } }),
-      (error) => error.code === -32602 && /'offset' must be at least 1/.test(error.message));
+    const cases = [
+      ['bash', { command: 5 }, /'command' must be a string/],
+      ['bash', { command: 'true', cwd: '/' }, /'cwd' is not an argument/],
+      ['read_file', { path: 'x', offset: 0 }, /'offset' must be at least 1/],
+    ];
+    for (const [name, args, named] of cases) {
+      const result = await client.callTool({ name, arguments: args });
+      assert.equal(result.isError, true, JSON.stringify(result));
+      assert.match(text(result), named);
+      assert.deepEqual(result.structuredContent, { text: text(result), truncated: false, is_error: true });
+    }
   });
 
   test('progress keeps a short timeout from firing while a command runs', async () => {

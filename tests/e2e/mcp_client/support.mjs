@@ -9,21 +9,33 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 
-/** The folder holding node_modules of the pinned clients; throws when it is missing or stale. */
-export function clientsFolder() {
-  const folder = process.env.DESKD_MCP_CLIENTS ?? '/var/tmp/deskd-npm/mcp_client';
+/**
+ * The folder where scripts/setup installed what `source` (a folder beside this file holding
+ * package.json and package-lock.json) pins; throws when it is missing or stale.
+ */
+function installedFolder(folder, source) {
   const stamp = join(folder, '.installed');
   if (!existsSync(stamp)) {
-    throw new Error(`the MCP clients are not installed in ${folder}: run scripts/setup`);
+    throw new Error(`the packages of ${source} are not installed in ${folder}: run scripts/setup test`);
   }
   const expected = createHash('sha256')
-    .update(readFileSync(join(here, 'package.json')))
-    .update(readFileSync(join(here, 'package-lock.json')))
+    .update(readFileSync(join(here, source, 'package.json')))
+    .update(readFileSync(join(here, source, 'package-lock.json')))
     .digest('hex');
   if (readFileSync(stamp, 'utf8').trim() !== expected) {
-    throw new Error(`the MCP clients in ${folder} are not the ones package-lock.json pins: run scripts/setup`);
+    throw new Error(`the packages in ${folder} are not the ones ${source}/package-lock.json pins: run scripts/setup test`);
   }
   return folder;
+}
+
+/** The folder holding node_modules of the pinned clients; throws when it is missing or stale. */
+export function clientsFolder() {
+  return installedFolder(process.env.DESKD_MCP_CLIENTS ?? '/var/tmp/deskd-npm/mcp_client', '.');
+}
+
+/** The folder holding node_modules of the pinned hosts (hosts/); throws when missing or stale. */
+export function hostsFolder() {
+  return installedFolder(process.env.DESKD_MCP_HOSTS ?? '/var/tmp/deskd-npm/mcp_hosts', 'hosts');
 }
 
 /** Imports a file of an installed package, e.g. ('@modelcontextprotocol/sdk', 'dist/esm/client/index.js'). */

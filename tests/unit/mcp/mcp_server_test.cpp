@@ -79,10 +79,11 @@ class McpSessionTest : public McpServerTest {
 TEST_F(McpServerTest, InitializeAnswersTheClientsVersionWhenSupported) {
   for (const char* version : {"2025-06-18", "2025-11-25"}) {
     McpServer server{registry_, McpServerInfo{"deskd", "9.8.7"}};  // one initialize a session
-    const std::optional<std::string> text = run_on_loop(server.handle_message(json::serialize(
-        request(1, "initialize", json::object{{"protocolVersion", version},
-                                              {"capabilities", json::object{}},
-                                              {"clientInfo", json::object{{"name", "t"}, {"version", "1"}}}}))));
+    const std::optional<std::string> text = run_on_loop(server.handle_message(
+        json::serialize(request(1, "initialize",
+                                json::object{{"protocolVersion", version},
+                                             {"capabilities", json::object{}},
+                                             {"clientInfo", json::object{{"name", "t"}, {"version", "1"}}}}))));
     ASSERT_TRUE(text.has_value());
     const json::value reply = json::parse(*text);
     EXPECT_EQ(reply.at("id"), 1);
@@ -96,10 +97,11 @@ TEST_F(McpServerTest, InitializeAnswersTheClientsVersionWhenSupported) {
 TEST_F(McpServerTest, InitializeAnswersTheNewestVersionForAnOlderOrNewerRevision) {
   // The spec: a version the server lacks is answered with one it speaks, and the client
   // decides (the TypeScript SDK then says "Server's protocol version is not supported").
-  for (const char* version : {"2024-11-05", "2025-03-26", "2099-01-01"}) {
+  // A modern revision too: initialize is the legacy handshake, which has none.
+  for (const char* version : {"2024-11-05", "2025-03-26", "2026-07-28", "2099-01-01"}) {
     McpServer server{registry_, McpServerInfo{}};
-    const std::optional<std::string> reply = run_on_loop(server.handle_message(
-        json::serialize(request("a", "initialize", json::object{{"protocolVersion", version}}))));
+    const std::optional<std::string> reply = run_on_loop(
+        server.handle_message(json::serialize(request("a", "initialize", json::object{{"protocolVersion", version}}))));
     ASSERT_TRUE(reply.has_value());
     EXPECT_EQ(json::parse(*reply).at("result").at("protocolVersion"), "2025-11-25") << version;
   }
@@ -110,7 +112,7 @@ TEST_F(McpServerTest, AVersionThatIsNoRevisionIsRefusedListingTheVersionsSpoken)
     const json::value reply = ask(request(1, "initialize", json::object{{"protocolVersion", version}}));
     EXPECT_EQ(error_code(reply), -32602) << json::serialize(version);
     EXPECT_THAT(std::string(reply.at("error").at("message").as_string()), HasSubstr("Unsupported protocol version"));
-    EXPECT_EQ(reply.at("error").at("data").at("supported"), (json::array{"2025-06-18", "2025-11-25"}));
+    EXPECT_EQ(reply.at("error").at("data").at("supported"), (json::array{"2026-07-28", "2025-11-25", "2025-06-18"}));
     EXPECT_EQ(reply.at("error").at("data").at("requested"), version);
   }
   EXPECT_EQ(error_code(ask(request(1, "initialize"))), -32602);
@@ -142,8 +144,10 @@ TEST_F(McpServerTest, ServerDiscoverListsVersionsCapabilitiesAndIdentity) {
   const json::value reply = ask(request(2, "server/discover", json::object{{"_meta", json::object{}}}));
   const json::value& result = reply.at("result");
   EXPECT_EQ(result.at("resultType"), "complete");
-  EXPECT_EQ(result.at("supportedVersions"), (json::array{"2025-06-18", "2025-11-25"}));
+  EXPECT_EQ(result.at("supportedVersions"), (json::array{"2026-07-28", "2025-11-25", "2025-06-18"}));
   EXPECT_EQ(result.at("capabilities").at("tools").at("listChanged"), false);
+  EXPECT_EQ(result.at("ttlMs"), 3600000);
+  EXPECT_EQ(result.at("cacheScope"), "private");
   EXPECT_EQ(result.at("serverInfo").at("name"), "deskd");
   EXPECT_EQ(result.at("_meta").at("io.modelcontextprotocol/serverInfo").at("version"), "9.8.7");
 }
@@ -162,9 +166,11 @@ TEST_F(McpSessionTest, ToolsListGivesNameTitleDescriptionSchemasAndAnnotations) 
   EXPECT_EQ(tools[0].at("title"), "echo") << "a tool without a title is shown by its name";
   EXPECT_EQ(tools[0].at("description"), "Answers with the text it was given.");
   EXPECT_EQ(tools[0].at("inputSchema").at("required"), json::array{"text"});
-  EXPECT_EQ(tools[0].at("outputSchema").at("required"), (json::array{"text", "truncated"}));
-  // The spec's defaults, the cautious ones, for a tool that says nothing of its effects.
-  EXPECT_EQ(tools[0].at("annotations"), (json::object{{"readOnlyHint", false},
+  EXPECT_EQ(tools[0].at("outputSchema").at("required"), (json::array{"text", "truncated", "is_error"}));
+  // The spec's defaults, the cautious ones, for a tool that says nothing of its effects; the
+  // title again, for hosts that read only annotations.title.
+  EXPECT_EQ(tools[0].at("annotations"), (json::object{{"title", "echo"},
+                                                      {"readOnlyHint", false},
                                                       {"destructiveHint", true},
                                                       {"idempotentHint", false},
                                                       {"openWorldHint", true}}));
@@ -181,13 +187,18 @@ TEST_F(McpSessionTest, ToolsListRefusesACursorItNeverGave) {
 TEST_F(McpSessionTest, ToolsCallAnswersTextAndStructuredContent) {
   const json::value reply = call_tool("echo", json::object{{"text", "hi there"}});
   EXPECT_EQ(reply.at("id"), 7);
-  EXPECT_EQ(reply.at("result"),
-            (json::object{{"content", json::array{json::object{{"type", "text"}, {"text", "hi there"}}}},
-                          {"structuredContent", json::object{{"text", "hi there"}, {"truncated", false}, {"exit_status", 0}}},
-                          {"isError", false}}));
+  EXPECT_EQ(
+      reply.at("result"),
+      (json::object{{"content", json::array{json::object{{"type", "text"}, {"text", "hi there"}}}},
+                    {"structuredContent",
+                     json::object{{"text", "hi there"}, {"truncated", false}, {"is_error", false}, {"exit_status", 0}}},
+                    {"isError", false}}));
 }
 
-TEST_F(McpSessionTest, ArgumentsAreCheckedAgainstTheInputSchema) {
+// 2025-06-18 lists "invalid arguments" among protocol errors; from 2025-11-25 on they are
+// the tool's error (mcp_revisions_test.cpp).
+TEST_F(McpServerTest, ArgumentsAreCheckedAgainstTheInputSchemaUnder20250618) {
+  initialize("2025-06-18");
   struct Case {
     json::value arguments;
     const char* named;
@@ -282,16 +293,16 @@ TEST_F(McpSessionTest, BytesThatAreNotUtf8AreReplacedNotRefused) {
 }
 
 TEST_F(McpSessionTest, ALoneSurrogateInAnArgumentIsReplacedAndTheCallRuns) {
-  const json::value reply =
-      ask(R"({"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo","arguments":{"text":"cut \ud83d"}}})");
+  const json::value reply = ask(
+      R"({"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo","arguments":{"text":"cut \ud83d"}}})");
   EXPECT_EQ(reply.at("id"), 12);
   EXPECT_EQ(reply.at("result").at("content").at(0).at("text"), "cut \xEF\xBF\xBD");
 }
 
 TEST_F(McpSessionTest, DeepNestingIsRefusedNamingTheLimitAndAnsweredWithTheId) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  const json::value reply = ask(R"({"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"echo","arguments":{"text":)" +
-                                deep + "}}}");
+  const json::value reply = ask(
+      R"({"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"echo","arguments":{"text":)" + deep + "}}}");
   EXPECT_EQ(error_code(reply), -32700);
   EXPECT_EQ(reply.at("id"), "d");
   EXPECT_THAT(std::string(reply.at("error").at("message").as_string()), HasSubstr("at most 64"));
@@ -344,11 +355,10 @@ TEST_F(McpSessionTest, MessagesThatAreNotRequestsAreInvalidRequests) {
 }
 
 TEST_F(McpSessionTest, NotificationsNeverGetReplies) {
-  for (const char* message : {R"({"jsonrpc":"2.0","method":"ping"})",
-                              R"({"jsonrpc":"2.0","method":"no/such/method"})",
-                              R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}})",
-                              R"({"jsonrpc":"2.0","method":"tools/call","params":[1,2]})",
-                              R"({"jsonrpc":"2.0","method":"initialize"})"}) {
+  for (const char* message :
+       {R"({"jsonrpc":"2.0","method":"ping"})", R"({"jsonrpc":"2.0","method":"no/such/method"})",
+        R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}})",
+        R"({"jsonrpc":"2.0","method":"tools/call","params":[1,2]})", R"({"jsonrpc":"2.0","method":"initialize"})"}) {
     EXPECT_TRUE(ask(std::string_view(message)).is_null()) << message;
   }
   EXPECT_EQ(log_->calls, 0) << "a notification must not run a tool";
@@ -388,7 +398,8 @@ TEST_F(McpSessionTest, FuzzedMessagesNeverCrashAndAlwaysAnswerWellFormed) {
   const std::vector<std::string> seeds = {
       json::serialize(request(1, "initialize", json::object{{"protocolVersion", "2025-06-18"}})),
       json::serialize(request(2, "tools/list")),
-      json::serialize(request(3, "tools/call", json::object{{"name", "echo"}, {"arguments", json::object{{"text", "a"}}}})),
+      json::serialize(
+          request(3, "tools/call", json::object{{"name", "echo"}, {"arguments", json::object{{"text", "a"}}}})),
       json::serialize(request("x", "server/discover")),
       R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
   };
