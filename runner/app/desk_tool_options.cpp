@@ -169,7 +169,10 @@ int run_until_done(boost::asio::io_context& io, boost::asio::awaitable<int> main
       result = 1;
     }
     if (status == 0) status = result;
-    signals.cancel();  // nothing else keeps the loop running now
+    signals.cancel();
+    // The command is over: what still waits (a refusal listener of a sandbox that is closed
+    // only after the loop) must not keep the loop running.
+    io.stop();
   });
   io.run();
   return status;
