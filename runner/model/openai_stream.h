@@ -23,10 +23,6 @@ std::optional<ApiFailure> read_openai_error(const boost::json::value& value);
 /// The same, from text that should hold such a body.
 std::optional<ApiFailure> read_openai_error_body(std::string_view body);
 
-/// The transcript's block for a compatible server's reasoning_content:
-/// {"type": "reasoning_content", "text"}; only the chat-completions provider sends it back.
-inline constexpr std::string_view kReasoningContentBlock = "reasoning_content";
-
 class OpenAiStreamAssembler final : public StreamAssembler {
  public:
   /// `service` names the server in messages; `max_tokens` is the request's limit.
