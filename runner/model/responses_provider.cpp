@@ -33,7 +33,8 @@ class InputBuilder {
     const json::value* content = message.if_contains("content");
     if (content == nullptr) return;
     if (content->is_string()) {
-      if (!content->as_string().empty()) items_.push_back(json::object{{"role", role}, {"content", content->as_string()}});
+      if (!content->as_string().empty())
+        items_.push_back(json::object{{"role", role}, {"content", content->as_string()}});
     } else if (content->is_array() && role == "assistant") {
       add_assistant(content->as_array());
     } else if (content->is_array()) {
@@ -91,6 +92,8 @@ class InputBuilder {
         tool_names_[id] = name;
         if (tools_declared_) {
           flush_text();
+          // No item id: nothing is stored to look it up by (openai/codex's FunctionCall
+          // skips serializing its id too, codex-rs/protocol/src/models.rs).
           items_.push_back(
               json::object{{"type", "function_call"}, {"call_id", id}, {"name", name}, {"arguments", arguments}});
         } else {
@@ -160,10 +163,12 @@ json::object responses_request_body(const ModelRequest& request, const ProviderS
 Result<std::unique_ptr<ResponsesProvider>> ResponsesProvider::create(boost::asio::any_io_executor executor,
                                                                      ProviderSettings settings) {
   if (settings.model.empty()) {
-    return Error::make(ErrorCode::invalid_argument, "The openai provider needs a model name (e.g. \"gpt-5\", \"o3-pro\").");
+    return Error::make(ErrorCode::invalid_argument,
+                       "The openai provider needs a model name (e.g. \"gpt-5\", \"o3-pro\").");
   }
   DESKD_ASSIGN_OR_RETURN(Url url, api_endpoint("openai", settings.base_url, kResponsesBaseUrl, "/responses"));
-  return std::unique_ptr<ResponsesProvider>(new ResponsesProvider(std::move(executor), std::move(settings), std::move(url)));
+  return std::unique_ptr<ResponsesProvider>(
+      new ResponsesProvider(std::move(executor), std::move(settings), std::move(url)));
 }
 
 ResponsesProvider::ResponsesProvider(boost::asio::any_io_executor executor, ProviderSettings settings, Url url)
@@ -197,8 +202,8 @@ awaitable<ModelResponse> ResponsesProvider::complete(ModelRequest request) {
   http.body = json::serialize(responses_request_body(request, settings_));
   // Not a coroutine lambda: it only starts attempt(), whose frame holds its own copy.
   ModelAttempt try_once = [this, &http, &request] { return attempt(http, request.on_progress); };
-  ModelResponse response = co_await complete_with_retries_redacting(settings_.retry, dialect_.service, std::move(try_once),
-                                                                    request.on_retry, settings_.api_key);
+  ModelResponse response = co_await complete_with_retries_redacting(
+      settings_.retry, dialect_.service, std::move(try_once), request.on_retry, settings_.api_key);
   co_return response;
 }
 

@@ -23,7 +23,8 @@ namespace {
 ApiFailure responses_failure(const json::object& error, bool rate_limit_transient) {
   json::object fields{{"message", string_at(error, "message").value_or("(the API gave no message)")}};
   if (auto code = string_at(error, "code")) fields["code"] = *code;
-  if (auto type = string_at(error, "type")) fields["type"] = *type;
+  // The event's own "type" is "error"; a nested error's type says what kind it is.
+  if (auto type = string_at(error, "type"); type && *type != "error") fields["type"] = *type;
   std::optional<ApiFailure> failure = read_openai_error(json::object{{"error", std::move(fields)}});
   ApiFailure read = failure.value_or(ApiFailure{});
   // ResponseError's codes hold "rate_limit_exceeded": a failed response that waiting cures.
@@ -52,8 +53,9 @@ void join_paragraph(std::string& text, const std::string& piece) {
 
 // A reasoning item as it goes back with store = false: its summary and encrypted content,
 // without the id, which the API would look up among stored items and not find ("Item with
-// id 'rs_...' not found. Items are not persisted when `store` is set to false";
-// ResponseReasoningItemParam: id, summary, type, content?, encrypted_content?).
+// id 'rs_...' not found. Items are not persisted when `store` is set to false"). OpenAI's
+// own stateless client does the same: openai/codex, codex-rs/protocol/src/models.rs,
+// ResponseItem::Reasoning { #[serde(skip_serializing)] id, summary, encrypted_content }.
 json::object reasoning_to_send_back(const json::object& item) {
   json::object kept{{"type", "reasoning"}};
   const json::value* summary = item.if_contains("summary");
@@ -95,7 +97,8 @@ void ResponsesStreamAssembler::take(const ServerSentEvent& event) {
   std::string parse_error;
   const std::optional<json::object> data = json_fields::parse_object(event.data, parse_error);
   if (!data) {
-    throw ProviderError(service_ + " sent a malformed event (" + parse_error + "): " + body_excerpt(event.data) + ".", false);
+    throw ProviderError(service_ + " sent a malformed event (" + parse_error + "): " + body_excerpt(event.data) + ".",
+                        false);
   }
   // The event's name is in its data ("type") and in its "event:" line; the data is what
   // the SDKs read.
@@ -167,6 +170,9 @@ ModelResponse ResponsesStreamAssembler::finish() {
   std::string incomplete_reason;
   if (const json::object* details = object_at(final_, "incomplete_details")) {
     incomplete_reason = string_at(*details, "reason").value_or("");
+    // The spec's own ResponseIncompleteEvent example says "max_tokens"; the type,
+    // "max_output_tokens". Both are the request's limit.
+    if (incomplete_reason == "max_tokens") incomplete_reason = "max_output_tokens";
   }
   // A server that streamed no items has them in the closing response's output.
   if (items_.empty()) {
@@ -206,20 +212,22 @@ ModelResponse ResponsesStreamAssembler::finish() {
       }
       const std::string tool = name.empty() ? "(unnamed)" : name;
       if (!input && incomplete_reason == "max_output_tokens") {
-        throw ProviderError::unusable_reply("The reply was cut at max_tokens (" + std::to_string(max_tokens_) +
-                                                ") in the middle of a tool call (" + tool +
-                                                "). Raise max_tokens in the desk's model settings, or ask for smaller steps.",
-                                            billed, false);
+        throw ProviderError::unusable_reply(
+            "The reply was cut at max_tokens (" + std::to_string(max_tokens_) + ") in the middle of a tool call (" +
+                tool + "). Raise max_tokens in the desk's model settings, or ask for smaller steps.",
+            billed, false);
       }
       if (!input) {
-        throw ProviderError::unusable_reply("The model's arguments for the tool \"" + tool + "\" are not usable: " +
-                                                problem + ": " + body_excerpt(arguments),
+        throw ProviderError::unusable_reply("The model's arguments for the tool \"" + tool +
+                                                "\" are not usable: " + problem + ": " + body_excerpt(arguments),
                                             billed, false);
       }
       const std::string call_id = string_at(output.item, "call_id").value_or("call_" + std::to_string(index));
       response.tool_calls.push_back(ToolCall{call_id, name, *input});
-      content.push_back(json::object{{"type", "tool_use"}, {"id", call_id}, {"name", name}, {"input", std::move(*input)}});
-    } else if (item_type == "reasoning" && output.done && !blank(string_at(output.item, "encrypted_content").value_or(""))) {
+      content.push_back(
+          json::object{{"type", "tool_use"}, {"id", call_id}, {"name", name}, {"input", std::move(*input)}});
+    } else if (item_type == "reasoning" && output.done &&
+               !blank(string_at(output.item, "encrypted_content").value_or(""))) {
       // Only the done item's encrypted_content is whole (ResponseReasoningItem: "use the
       // completed reasoning item and its encrypted_content from the response.output_item.done
       // event"); without it the item cannot go back when the API keeps nothing.
@@ -228,13 +236,15 @@ ModelResponse ResponsesStreamAssembler::finish() {
     }
   }
   if (!blank(refusal)) {
-    const std::string words = refusal.size() <= kMaximumRefusalQuote ? refusal : refusal.substr(0, kMaximumRefusalQuote) + "...";
+    const std::string words =
+        refusal.size() <= kMaximumRefusalQuote ? refusal : refusal.substr(0, kMaximumRefusalQuote) + "...";
     throw ProviderError::unusable_reply("The model refused to continue: " + words, billed, true);
   }
   if (incomplete_reason == "content_filter") {
-    throw ProviderError::unusable_reply("The model refused to continue: the provider's content filter stopped the reply" +
-                                            (response.text.empty() ? std::string(".") : ": " + body_excerpt(response.text)),
-                                        billed, true);
+    throw ProviderError::unusable_reply(
+        "The model refused to continue: the provider's content filter stopped the reply" +
+            (response.text.empty() ? std::string(".") : ": " + body_excerpt(response.text)),
+        billed, true);
   }
   if (reasoning_to_pass_back) response.content = std::move(content);
   if (!response.tool_calls.empty()) {

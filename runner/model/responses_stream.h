@@ -59,7 +59,7 @@ class ResponsesStreamAssembler final : public StreamAssembler {
   std::string service_;
   std::uint32_t max_tokens_;
   std::map<std::uint64_t, OutputItem> items_;  // by output_index: the reply's order
-  boost::json::object final_;                 // the closing event's response
+  boost::json::object final_;                  // the closing event's response
   std::string model_;
   std::size_t reply_bytes_ = 0;
   bool done_ = false;
