@@ -289,6 +289,7 @@ void read_model(TableReader& reader, ModelConfig& model, LoadContext& context) {
       }
       reader.problem(*reader.find("api"), "'api = \"responses\"' is OpenAI's Responses API, spoken by provider " +
                                               speakers + "; provider " + in_quotes(model.provider) + " has one API");
+      model.api = "chat_completions";  // told once, here, not again where the desk is judged
     } else {
       model.api = *api;
     }
