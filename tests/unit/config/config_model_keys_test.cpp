@@ -15,10 +15,10 @@
 namespace deskd::app {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::MatchesRegex;
 using testing::ConfigTest;
+using ::testing::ElementsAre;
 using testing::kAlpha;
+using ::testing::MatchesRegex;
 
 TEST_F(ConfigTest, ThinkingTheTokenFieldAndContinuingAreRead) {
   const Config config = valid(std::string(R"([model]
@@ -57,8 +57,9 @@ model = "gpt-5"
 api_key_variable = "OPENAI_API_KEY"
 thinking = { budget_tokens = 2048 }
 )") + kAlpha);
-  EXPECT_THAT(problems(load), ElementsAre(MatchesRegex("1:1: 'thinking' is extended thinking of provider 'anthropic'; provider "
-                                                       "'openai' has none \\(thinking = false turns it off\\)")));
+  EXPECT_THAT(problems(load),
+              ElementsAre(MatchesRegex("1:1: 'thinking' is extended thinking of provider 'anthropic'; provider "
+                                       "'openai' has none \\(thinking = false turns it off\\)")));
 }
 
 TEST_F(ConfigTest, ThinkingOutsideTheApisRulesIsNamedWhereItIsWritten) {
@@ -79,15 +80,16 @@ max_tokens = 4096
 temperature = 0.5
 thinking = { budget_tokens = 4096 }
 )");
-  EXPECT_THAT(problems(load),
-              ElementsAre(MatchesRegex("5:20: 'max_tokens_field' must be one of max_completion_tokens, max_tokens, not "
-                                       "'max_output_tokens'"),
-                          MatchesRegex("6:29: 'continue_after_max_tokens' must be true or false"),
-                          MatchesRegex("7:30: 'budget_tokens' must be at least 1024"),
-                          MatchesRegex("7:36: unknown key 'display' in \\[model.thinking\\]"),
-                          MatchesRegex("12:12: 'thinking' needs a 'budget_tokens' .*"),
-                          MatchesRegex("16:1: 'temperature' cannot be set together with 'thinking'.*"),
-                          MatchesRegex("16:1: 'thinking' budget_tokens \\(4096\\) must be below max_tokens \\(4096\\): .*")));
+  EXPECT_THAT(
+      problems(load),
+      ElementsAre(MatchesRegex("5:20: 'max_tokens_field' must be one of max_completion_tokens, max_tokens, not "
+                               "'max_output_tokens'"),
+                  MatchesRegex("6:29: 'continue_after_max_tokens' must be true or false"),
+                  MatchesRegex("7:30: 'budget_tokens' must be at least 1024"),
+                  MatchesRegex("7:36: unknown key 'display' in \\[model.thinking\\]"),
+                  MatchesRegex("12:12: 'thinking' needs a 'budget_tokens' .*"),
+                  MatchesRegex("16:1: 'temperature' cannot be set together with 'thinking'.*"),
+                  MatchesRegex("16:1: 'thinking' budget_tokens \\(4096\\) must be below max_tokens \\(4096\\): .*")));
 }
 
 TEST_F(ConfigTest, TheResponsesApiIsRead) {
