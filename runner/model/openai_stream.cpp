@@ -114,7 +114,13 @@ void OpenAiStreamAssembler::take_usage(const json::object& usage) {
   // Messages API does, so that each kind is priced once.
   const std::uint64_t prompt = count_at(usage, "prompt_tokens").value_or(0);
   std::uint64_t cached = 0;
-  if (const json::object* details = object_at(usage, "prompt_tokens_details")) cached = count_at(*details, "cached_tokens").value_or(0);
+  if (const json::object* details = object_at(usage, "prompt_tokens_details")) {
+    cached = count_at(*details, "cached_tokens").value_or(0);
+  } else {
+    // DeepSeek counts its cache hits as prompt_cache_hit_tokens (of prompt_tokens; its
+    // "Context Caching" guide, https://api-docs.deepseek.com/guides/kv_cache).
+    cached = count_at(usage, "prompt_cache_hit_tokens").value_or(0);
+  }
   cached = std::min(cached, prompt);
   response_.usage.input_tokens = prompt - cached;
   response_.usage.cache_read_tokens = cached;

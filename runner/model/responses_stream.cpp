@@ -16,6 +16,8 @@ using json_fields::string_at;
 
 namespace {
 
+constexpr std::size_t kMaximumOutputItems = 4096;
+
 // An "error" event ({"type": "error", "code", "message", "param"}: ResponseErrorEvent) or
 // a failed response's error ({"code", "message"}: ResponseError) read as the API's error
 // body, so that its code means what it means in an HTTP error (server_error is worth a
@@ -67,7 +69,15 @@ json::object reasoning_to_send_back(const json::object& item) {
 }  // namespace
 
 ResponsesStreamAssembler::OutputItem& ResponsesStreamAssembler::item_at(const json::object& event) {
-  return items_[count_at(event, "output_index").value_or(0)];
+  const std::uint64_t index = count_at(event, "output_index").value_or(0);
+  // Every event may name a new item, and an empty delta counts no bytes: the items are
+  // bounded by their number too. A reply holds a few; a turn's tool calls, tens.
+  if (items_.size() >= kMaximumOutputItems && !items_.contains(index)) {
+    throw ProviderError(service_ + "'s reply named more than " + std::to_string(kMaximumOutputItems) +
+                            " output items, far more than any reply holds; it was given up.",
+                        false);
+  }
+  return items_[index];
 }
 
 void ResponsesStreamAssembler::grow(std::size_t bytes) {
@@ -190,7 +200,9 @@ ModelResponse ResponsesStreamAssembler::finish() {
   bool reasoning_to_pass_back = false;
   json::array content;
   for (auto& [index, output] : items_) {
-    const std::string item_type = string_at(output.item, "type").value_or("");
+    std::string item_type = string_at(output.item, "type").value_or("");
+    // Text whose item was never announced is still the reply's text.
+    if (item_type.empty() && (!output.text.empty() || !output.refusal.empty())) item_type = "message";
     if (item_type == "message") {
       // The done item is whole; a cut stream leaves only the deltas.
       const std::string text = output.done ? message_parts(output.item, "output_text", "text") : output.text;

@@ -137,6 +137,25 @@ TEST(ResponsesStreamTest, AStreamCutBeforeItsClosingEventIsRetried) {
   EXPECT_TRUE(failure->retryable());
 }
 
+TEST(ResponsesStreamTest, AServerNamingEndlessItemsIsStopped) {
+  std::string wire;
+  for (int index = 0; index < 5000; ++index) {
+    wire += R"(data: {"type":"response.output_text.delta","output_index":)" + std::to_string(index) +
+            R"(,"delta":""})"
+            "\n\n";
+  }
+  const auto failure = failure_of(ResponsesStreamAssembler(std::string(kService), 1024), wire);
+  ASSERT_TRUE(failure);
+  EXPECT_THAT(failure->what(), HasSubstr("more than 4096 output items"));
+}
+
+TEST(ResponsesStreamTest, TextOfAnItemNeverAnnouncedIsStillTheReply) {
+  std::string wire(testing::kResponsesCutTextStream);
+  wire.erase(0, wire.find("event: response.output_text.delta"));
+  ResponsesStreamAssembler assembler(std::string(kService), 16);
+  EXPECT_EQ(assemble(assembler, wire, 9).text, "The plan has three par");
+}
+
 TEST(ResponsesStreamTest, AnEventThatIsNotJsonIsMalformed) {
   const auto failure =
       failure_of(ResponsesStreamAssembler(std::string(kService), 1024), "event: response.created\ndata: {not json\n\n");
