@@ -77,7 +77,8 @@ struct ModelResponse {
   /// "max_tokens" and "model_context_window_exceeded" (the reply was cut: see
   /// is_cut_reply), "pause_turn" (a long turn paused: ask again with this reply in the
   /// transcript to let it go on); "" when the provider does not say. A refusal is not a
-  /// reply: the provider throws, quoting the model's words.
+  /// reply: the provider throws a ProviderError quoting the model's words, marked refused()
+  /// and carrying the usage the reply was billed (ProviderError::billed, retry.h).
   std::string stop_reason;
 };
 
