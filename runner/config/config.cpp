@@ -278,6 +278,23 @@ void read_model(TableReader& reader, ModelConfig& model, LoadContext& context) {
   }
   if (auto tokens = reader.whole("max_tokens", 1, 10'000'000)) model.max_tokens = static_cast<std::uint32_t>(*tokens);
   if (auto field = reader.choice("max_tokens_field", {"max_completion_tokens", "max_tokens"})) model.max_tokens_field = *field;
+  if (auto api = reader.choice("api", {"chat_completions", "responses"})) {
+    // The provider is known here when this table or the one it lays over named it; a
+    // desk's table that changes only the provider is judged by check_model.
+    const model::ProviderKind* kind = model::find_provider_kind(model.provider);
+    if (*api == "responses" && kind != nullptr && !kind->responses_api) {
+      std::string speakers;
+      for (const model::ProviderKind& row : model::provider_kinds()) {
+        if (row.responses_api) speakers += (speakers.empty() ? "" : " or ") + in_quotes(row.name);
+      }
+      reader.problem(*reader.find("api"), "'api = \"responses\"' is OpenAI's Responses API, spoken by provider " +
+                                              speakers + "; provider " + in_quotes(model.provider) + " has one API");
+      model.api = "chat_completions";  // told once, here, not again where the desk is judged
+    } else {
+      model.api = *api;
+    }
+  }
+  if (auto encrypted = reader.boolean("encrypted_reasoning")) model.encrypted_reasoning = *encrypted;
   // thinking = false: none, for a desk whose [model] thinks but whose own model cannot.
   const toml::node* thinking_node = reader.find("thinking");
   if (thinking_node != nullptr && thinking_node->is_boolean()) {

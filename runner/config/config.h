@@ -111,6 +111,12 @@ struct ModelConfig {
   /// openai: "max_completion_tokens" (OpenAI's name, which GPT-5 and the o-series need) or
   /// "max_tokens" (for OpenAI-compatible local servers that read only that).
   std::string max_tokens_field = "max_completion_tokens";
+  /// openai: the API spoken, "chat_completions" (every compatible server) or "responses"
+  /// (OpenAI's Responses API, which some models need).
+  std::string api = "chat_completions";
+  /// openai with api "responses": ask for the reasoning items' encrypted content and send
+  /// it back; false for models that do not reason (gpt-4.1, gpt-4o), which refuse it.
+  bool encrypted_reasoning = true;
   /// anthropic: `thinking = { budget_tokens = N }`, extended thinking's budget (at least
   /// 1024, below max_tokens); none: no extended thinking.
   std::optional<std::uint32_t> thinking_budget_tokens;

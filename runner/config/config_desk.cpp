@@ -260,6 +260,10 @@ void check_model(const ModelConfig& model, const ConfigPosition& position, Probl
                              "temperature of extended thinking");
     }
   }
+  if (model.api == "responses" && !kind->responses_api) {
+    problems.add(position, "'api = \"responses\"' (OpenAI's Responses API) was laid over provider " +
+                               in_quotes(model.provider) + ", which has one API; write api = \"chat_completions\"");
+  }
   if (kind->needs_model && model.model.empty()) {
     problems.add(position, "provider " + in_quotes(model.provider) + " needs a 'model'");
   }

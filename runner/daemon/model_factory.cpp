@@ -21,6 +21,8 @@ model::ProviderSettings provider_settings(const ModelConfig& model, std::string 
   settings.api_key = std::move(api_key);
   settings.max_tokens = model.max_tokens;
   settings.openai_max_tokens_field = model.max_tokens_field;
+  settings.openai_api = model.api;
+  settings.openai_encrypted_reasoning = model.encrypted_reasoning;
   settings.thinking_budget_tokens = model.thinking_budget_tokens;
   settings.temperature = model.temperature;
   settings.http.ca_file = model.ca_file;

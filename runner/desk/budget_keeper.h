@@ -6,7 +6,9 @@
 // max_tokens, in tokens and, at the desk's model's prices, in dollars. A reservation that
 // does not fit what is left today (daily_usd, daily_tokens) or in the running turn
 // (per_turn_usd) is refused and no call is made. After the call the reservation is settled
-// with the real usage, or released when the call failed. Reserving and settling happen
+// with the real usage (also when the reply came whole but could not be used, a refusal or a
+// reply cut inside a tool call: the API bills it), or released when the call failed before
+// a reply. Reserving and settling happen
 // under one mutex, so calls started at once (four subagents) can never overshoot a cap.
 //
 // Today's spent is what UsageTracker records (one source of truth): the keeper adds only

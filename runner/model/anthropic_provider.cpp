@@ -21,6 +21,10 @@ json::object ephemeral_cache() { return {{"type", "ephemeral"}}; }
 
 bool is_thinking_block(std::string_view type) { return type == "thinking" || type == "redacted_thinking"; }
 
+// The openai provider's reasoning (a session kept from when the desk used it) means
+// nothing to the Messages API, which refuses block types it does not know.
+bool is_other_apis_reasoning(std::string_view type) { return type == kReasoningContentBlock || type == kOpenAiReasoningBlock; }
+
 // Without tools in the request, the API refuses a history holding tool_use or tool_result
 // blocks ("Requests which include tool_use or tool_result blocks must define tools"); side
 // questions and summaries still need to know what the tools did, so it becomes text.
@@ -68,9 +72,10 @@ json::array with_tool_blocks_as_text(const json::array& messages) {
   return converted;
 }
 
-// A request without extended thinking sends no thinking blocks (a session kept from when
-// thinking was on): the model would not read them, and a signature may not be accepted.
-void drop_thinking_blocks(json::array& messages) {
+// A request without extended thinking (`drop_thinking`) sends no thinking blocks (a
+// session kept from when thinking was on): the model would not read them, and a signature
+// may not be accepted. No request sends another API's reasoning.
+void drop_unsendable_reasoning(json::array& messages, bool drop_thinking) {
   for (json::value& message : messages) {
     json::object* object = message.if_object();
     json::value* content = object != nullptr ? object->if_contains("content") : nullptr;
@@ -78,8 +83,9 @@ void drop_thinking_blocks(json::array& messages) {
     json::array& blocks = content->as_array();
     for (auto it = blocks.begin(); it != blocks.end();) {
       const json::object* block = it->if_object();
-      const bool thinking = block != nullptr && is_thinking_block(json_fields::string_at(*block, "type").value_or(""));
-      it = thinking ? blocks.erase(it) : it + 1;
+      const std::string type = block != nullptr ? json_fields::string_at(*block, "type").value_or("") : "";
+      const bool drop = is_other_apis_reasoning(type) || (drop_thinking && is_thinking_block(type));
+      it = drop ? blocks.erase(it) : it + 1;
     }
   }
 }
@@ -130,7 +136,7 @@ json::object anthropic_request_body(const ModelRequest& request, const ProviderS
   // their place before the tool_use they led to, as extended thinking requires.
   const bool thinking = settings.thinking_budget_tokens && request.purpose == Purpose::turn;
   json::array messages = send_tools ? request.messages : with_tool_blocks_as_text(request.messages);
-  if (!thinking) drop_thinking_blocks(messages);
+  drop_unsendable_reasoning(messages, !thinking);
   drop_empty_content(messages);
   mark_cache_breakpoint(messages);
   body["messages"] = std::move(messages);
@@ -170,7 +176,14 @@ AnthropicProvider::AnthropicProvider(boost::asio::any_io_executor executor, Prov
 
 awaitable<ModelResponse> AnthropicProvider::attempt(HttpRequest http, std::function<void()> on_progress) {
   AnthropicStreamAssembler assembler(settings_.max_tokens);
-  ModelResponse response = co_await streamed_call(client_, std::move(http), dialect_, assembler, std::move(on_progress));
+  ModelResponse response;
+  try {
+    response = co_await streamed_call(client_, std::move(http), dialect_, assembler, std::move(on_progress));
+  } catch (ProviderError& error) {
+    // A billed reply that named no model is the configured model's, as a usable one is.
+    error.fill_billed_model(settings_.model);
+    throw;
+  }
   if (response.model.empty()) response.model = settings_.model;
   co_return response;
 }

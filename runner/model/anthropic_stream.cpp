@@ -207,20 +207,23 @@ std::optional<json::object> AnthropicStreamAssembler::input_of(const Block& bloc
 }
 
 void AnthropicStreamAssembler::tool_call_unusable(const Block& block, const std::string& problem) const {
+  // The reply arrived whole, with its usage: it is billed, so it is counted.
+  const BilledReply billed{response_.usage, usage_seen_, response_.model};
   if (response_.stop_reason == "max_tokens") {
-    throw ProviderError("The reply was cut at max_tokens (" + std::to_string(max_tokens_) + ") in the middle of a tool call (" +
-                            block.name + "). Raise max_tokens in the desk's model settings, or ask for smaller steps.",
-                        false);
+    throw ProviderError::unusable_reply("The reply was cut at max_tokens (" + std::to_string(max_tokens_) +
+                                            ") in the middle of a tool call (" + block.name +
+                                            "). Raise max_tokens in the desk's model settings, or ask for smaller steps.",
+                                        billed, false);
   }
   if (response_.stop_reason == "model_context_window_exceeded") {
-    throw ProviderError("The reply was cut in the middle of a tool call (" + block.name +
-                            ") because the conversation filled the model's context window. Start a new session, or let "
-                            "the desk compact this one.",
-                        false);
+    throw ProviderError::unusable_reply("The reply was cut in the middle of a tool call (" + block.name +
+                                            ") because the conversation filled the model's context window. Start a new "
+                                            "session, or let the desk compact this one.",
+                                        billed, false);
   }
-  throw ProviderError("The model's input for the tool \"" + block.name + "\" is not usable: " + problem + ": " +
-                          body_excerpt(block.partial_json),
-                      false);
+  throw ProviderError::unusable_reply("The model's input for the tool \"" + block.name + "\" is not usable: " + problem +
+                                          ": " + body_excerpt(block.partial_json),
+                                      billed, false);
 }
 
 json::array AnthropicStreamAssembler::content_blocks(const ModelResponse& response) const {
@@ -281,7 +284,12 @@ ModelResponse AnthropicStreamAssembler::finish() {
     if (!refusal_explanation_.empty()) {
       words += (words.empty() ? "" : " (") + shortened(refusal_explanation_, kMaximumRefusalQuote) + (words.empty() ? "" : ")");
     }
-    throw ProviderError("The model refused to continue: " + (words.empty() ? std::string("it gave no reason.") : words), false);
+    // Billed like any reply (message_delta carries its usage), and marked: the refused
+    // message leaves the session, as the API's documentation asks ("you must reset the
+    // conversation context", Messages API, "Handling stop reasons": refusal).
+    throw ProviderError::unusable_reply(
+        "The model refused to continue: " + (words.empty() ? std::string("it gave no reason.") : words),
+        BilledReply{response.usage, usage_seen_, response.model}, true);
   }
   for (const auto& [index, block] : blocks_) {
     if (block.kind != Block::Kind::tool_use) continue;

@@ -7,9 +7,12 @@
 // and, from the anthropic provider only, blocks kept exactly as its API sent them, to be
 // sent back unchanged: {"type": "thinking", "thinking", "signature"},
 // {"type": "redacted_thinking", "data"}, {"type": "server_tool_use", ...},
-// {"type": "web_search_tool_result", ...} and other server tool results.
-// Each provider (anthropic, openai, script) translates them to its own wire format; the
-// openai and script providers pass over the blocks they do not know.
+// {"type": "web_search_tool_result", ...} and other server tool results; from the openai
+// provider's chat completions, a compatible server's reasoning
+// {"type": "reasoning_content", "text"}; from its Responses API, a reasoning item
+// {"type": "openai_reasoning", "item": {"type": "reasoning", "summary", "encrypted_content"}}.
+// Each provider (anthropic, openai, script) translates them to its own wire format and
+// passes over the blocks of another API.
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/array.hpp>
@@ -23,6 +26,10 @@
 #include "runner/desk/usage_tracker.h"
 
 namespace deskd::model {
+
+/// The transcript's block types of the openai provider's reasoning (see above).
+inline constexpr std::string_view kReasoningContentBlock = "reasoning_content";
+inline constexpr std::string_view kOpenAiReasoningBlock = "openai_reasoning";
 
 /// A tool the model may call.
 struct ToolSpec {
@@ -70,7 +77,8 @@ struct ModelResponse {
   /// "max_tokens" and "model_context_window_exceeded" (the reply was cut: see
   /// is_cut_reply), "pause_turn" (a long turn paused: ask again with this reply in the
   /// transcript to let it go on); "" when the provider does not say. A refusal is not a
-  /// reply: the provider throws, quoting the model's words.
+  /// reply: the provider throws a ProviderError quoting the model's words, marked refused()
+  /// and carrying the usage the reply was billed (ProviderError::billed, retry.h).
   std::string stop_reason;
 };
 

@@ -12,6 +12,7 @@
 #include "runner/desk/session_keeper.h"
 #include "runner/desk/usage_tracker.h"
 #include "runner/events/event.h"
+#include "runner/model/retry.h"
 #include "runner/model/tool_round.h"
 #include "runner/tools/tool_registry.h"
 
@@ -87,6 +88,23 @@ std::string cut_limit_words(const std::string& reason, std::uint32_t max_tokens)
   return "the model's context window";
 }
 
+// The session as a turn found it.
+struct TranscriptBefore {
+  json::array transcript;
+  std::string cut_note;
+};
+
+// The refusal `failure` holds, or nullptr when it is another failure.
+const ProviderError* refusal_of(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const ProviderError& error) {
+    return error.refused() ? &error : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 std::string cut(std::string text, std::size_t maximum) {
   if (text.size() <= maximum) return text;
   std::size_t end = maximum;
@@ -132,8 +150,28 @@ awaitable<ModelResponse> ModelTurnRunner::ask(ModelRequest built, std::uint64_t 
     if (auto* refused = std::get_if<desk::BudgetRefusal>(&answer)) throw desk::BudgetReached(std::move(*refused));
     reservation = std::get<desk::BudgetReservation>(std::move(answer));
   }
-  // A failed call throws here: the reservation's destructor releases it.
-  ModelResponse response = co_await provider_->complete(std::move(built));
+  // A call that failed before a reply arrived throws here and the reservation's destructor
+  // releases it; a reply that arrived whole but cannot be used (a refusal, a reply cut inside
+  // a tool call) was billed, so it is counted and settled like any other before it is thrown
+  // on. GCC 12: no co_await inside a catch block.
+  std::optional<ModelResponse> response;
+  std::exception_ptr unusable;
+  try {
+    response = co_await provider_->complete(std::move(built));
+  } catch (const ProviderError& error) {
+    if (!error.billed()) throw;
+    unusable = std::current_exception();
+    response.emplace();
+    response->usage = error.billed()->usage;
+    response->usage_reported = error.billed()->usage_reported;
+    response->model = error.billed()->model;
+  }
+  co_await count_usage(*response, std::move(reservation));
+  if (unusable) std::rethrow_exception(unusable);
+  co_return std::move(*response);
+}
+
+awaitable<void> ModelTurnRunner::count_usage(const ModelResponse& response, desk::BudgetReservation reservation) {
   if (usage_ != nullptr || budget_ != nullptr) {
     // A server that sent no token counts leaves the request's usage unknown, not zero.
     std::optional<desk::Usage> reported;
@@ -152,7 +190,6 @@ awaitable<ModelResponse> ModelTurnRunner::ask(ModelRequest built, std::uint64_t 
   ++requests_;
   tokens_ += response.usage.input_tokens + response.usage.output_tokens + response.usage.cache_read_tokens +
              response.usage.cache_write_tokens;
-  co_return response;
 }
 
 namespace {
@@ -215,6 +252,8 @@ awaitable<ModelResponse> ModelTurnRunner::ask_for_turn(desk::TurnContext& contex
 awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk::TurnContext& context) {
   // The model takes far longer to write its first call than a terminal takes to start.
   if (registry_) registry_->prepare();
+  // What the session was before this turn: a refusal takes the turn back out of it.
+  TranscriptBefore before{transcript_, cut_note_};
   if (!cut_note_.empty()) add_user_text(transcript_, std::exchange(cut_note_, std::string()));
   add_user_text(transcript_, message);
   turn_message_ = message;
@@ -290,7 +329,18 @@ awaitable<desk::TurnOutcome> ModelTurnRunner::run_turn(std::string message, desk
   } catch (...) {
     failure = std::current_exception();
   }
-  if (failure) {
+  if (failure && refusal_of(failure)) {
+    // Anthropic's documentation on a refusal: "you must reset the conversation context"
+    // before going on, or the next requests are refused too ("Handling stop reasons",
+    // refusal). The refused message (and what the turn added after it) leaves the session,
+    // so the next message starts clean and is not merged with it; the turn's outcome and
+    // the journal keep what was asked.
+    transcript_ = std::move(before.transcript);
+    cut_note_ = std::move(before.cut_note);
+    failure = std::make_exception_ptr(refusal_of(failure)->reworded(
+        std::string(refusal_of(failure)->what()) +
+        " The message was taken out of the session, so the next one starts without it."));
+  } else if (failure) {
     // The session stays one a model accepts: every tool call it holds has its result, the
     // real one where the tool ran. (A request with a tool call and no result is refused.)
     answer_open_tool_calls(transcript_, std::move(results),

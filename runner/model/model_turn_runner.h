@@ -5,12 +5,15 @@
 // request, a /stop, a failed summary), the session stays one a model accepts: every tool
 // call in it has its result. A reply cut by a limit is published (MODEL_REPLY_CUT), ends
 // the turn as cut (TurnOutcome::cut_reason) unless it may go on, and the model is told of
-// the cut with the next message.
+// the cut with the next message. A refusal takes the turn back out of the session (the
+// refused message is not sent again); a refused or unusable reply is still counted and
+// settled in the budget with the usage the server billed.
 
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "runner/desk/budget_keeper.h"
 #include "runner/desk/turn_runner.h"
 #include "runner/model/context_budget.h"
 #include "runner/model/model_provider.h"
@@ -19,7 +22,6 @@ namespace deskd::tools {
 class ToolRegistry;
 }
 namespace deskd::desk {
-class BudgetKeeper;
 class SessionKeeper;
 class UsageTracker;
 }  // namespace deskd::desk
@@ -78,6 +80,9 @@ class ModelTurnRunner final : public desk::TurnRunner {
   /// One model call: reserved in the budget (with `input_tokens` as its input, or the
   /// request's size in tokens when 0), made, and its usage counted.
   boost::asio::awaitable<ModelResponse> ask(ModelRequest request, std::uint64_t input_tokens = 0);
+  /// Counts a call's usage (settling `reservation` in the budget, or recording it), and
+  /// adds it to requests() and tokens(); kept even while the turn is being stopped.
+  boost::asio::awaitable<void> count_usage(const ModelResponse& response, desk::BudgetReservation reservation);
   /// Saves the transcript through the session keeper, when the desk keeps sessions.
   boost::asio::awaitable<void> save_session();
   /// The next request of a turn, with `context` told of progress and retries.

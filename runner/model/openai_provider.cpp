@@ -21,8 +21,11 @@ void append_paragraph(std::string& text, std::string_view piece) {
   text += piece;
 }
 
-json::object assistant_message(const json::array& blocks) {
+// `in_tool_exchange`: the message answers tool results, or follows them before the user
+// spoke again.
+json::object assistant_message(const json::array& blocks, bool in_tool_exchange) {
   std::string text;
+  std::string reasoning;
   json::array tool_calls;
   for (const json::value& block_value : blocks) {
     const json::object* block = block_value.if_object();
@@ -30,6 +33,8 @@ json::object assistant_message(const json::array& blocks) {
     const std::string type = string_at(*block, "type").value_or("");
     if (type == "text") {
       append_paragraph(text, string_at(*block, "text").value_or(""));
+    } else if (type == kReasoningContentBlock) {
+      reasoning += string_at(*block, "text").value_or("");
     } else if (type == "tool_use") {
       const json::value* input = block->if_contains("input");
       tool_calls.push_back(json::object{
@@ -45,8 +50,25 @@ json::object assistant_message(const json::array& blocks) {
   } else {
     message["content"] = text;
   }
+  // DeepSeek's thinking-mode guide (https://api-docs.deepseek.com/guides/thinking_mode,
+  // "Multi-turn Conversation"): between two user messages where the model called tools,
+  // every assistant message's reasoning_content must be sent back (else HTTP 400); where it
+  // called none, it is not needed. Its older deepseek-reasoner guide
+  // (https://api-docs.deepseek.com/guides/reasoning_model) answers HTTP 400 to a plain
+  // reply's reasoning_content in the input. So it goes back in a tool exchange only.
+  if (!reasoning.empty() && (in_tool_exchange || !tool_calls.empty())) message["reasoning_content"] = reasoning;
   if (!tool_calls.empty()) message["tool_calls"] = std::move(tool_calls);
   return message;
+}
+
+bool holds_tool_calls(const json::object& message) { return message.contains("tool_calls"); }
+
+bool holds_tool_result(const json::array& blocks) {
+  for (const json::value& block : blocks) {
+    const json::object* fields = block.if_object();
+    if (fields != nullptr && string_at(*fields, "type") == "tool_result") return true;
+  }
+  return false;
 }
 
 // Tool messages must follow the assistant's tool_calls at once, so they go first; the
@@ -77,6 +99,7 @@ void add_user_messages(const json::array& blocks, json::array& out) {
 json::array openai_messages(const ModelRequest& request) {
   json::array out;
   if (!request.system.empty()) out.push_back(json::object{{"role", "system"}, {"content", request.system}});
+  bool in_tool_exchange = false;
   for (const json::value& message_value : request.messages) {
     const json::object* message = message_value.if_object();
     if (message == nullptr) continue;
@@ -85,9 +108,14 @@ json::array openai_messages(const ModelRequest& request) {
     if (content == nullptr) continue;
     if (content->is_string()) {
       out.push_back(json::object{{"role", role}, {"content", content->as_string()}});
+      in_tool_exchange = false;
     } else if (content->is_array() && role == "assistant") {
-      out.push_back(assistant_message(content->as_array()));
+      json::object built = assistant_message(content->as_array(), in_tool_exchange);
+      in_tool_exchange = in_tool_exchange || holds_tool_calls(built);
+      out.push_back(std::move(built));
     } else if (content->is_array()) {
+      // A user message of the person's own words (not tool results) opens a new exchange.
+      if (!holds_tool_result(content->as_array())) in_tool_exchange = false;
       add_user_messages(content->as_array(), out);
     }
   }
@@ -134,7 +162,14 @@ OpenAiProvider::OpenAiProvider(boost::asio::any_io_executor executor, ProviderSe
 
 awaitable<ModelResponse> OpenAiProvider::attempt(HttpRequest http, std::function<void()> on_progress) {
   OpenAiStreamAssembler assembler(dialect_.service, settings_.max_tokens);
-  ModelResponse response = co_await streamed_call(client_, std::move(http), dialect_, assembler, std::move(on_progress));
+  ModelResponse response;
+  try {
+    response = co_await streamed_call(client_, std::move(http), dialect_, assembler, std::move(on_progress));
+  } catch (ProviderError& error) {
+    // A billed reply that named no model is the configured model's, as a usable one is.
+    error.fill_billed_model(settings_.model);
+    throw;
+  }
   if (response.model.empty()) response.model = settings_.model;
   co_return response;
 }

@@ -28,7 +28,10 @@ namespace deskd::model {
 /// is_error), and its text blocks (the user's words, or steering that arrived with the
 /// results) a "user" message after them; an assistant message carries its text (null
 /// when it only calls tools) and its tool_use blocks as tool_calls with JSON-string
-/// arguments. Blocks of other types are left out.
+/// arguments, and its reasoning_content block (a compatible server's reasoning) as
+/// "reasoning_content" when it calls tools or follows tool results before the user spoke
+/// again (DeepSeek's thinking mode needs it there and refuses it elsewhere). Blocks of
+/// other types are left out.
 boost::json::array openai_messages(const ModelRequest& request);
 
 /// The request body: {model, messages, tools?, stream, stream_options: {include_usage},

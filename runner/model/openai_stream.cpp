@@ -14,10 +14,6 @@ using json_fields::count_at;
 using json_fields::object_at;
 using json_fields::string_at;
 
-namespace {
-
-}  // namespace
-
 std::optional<ApiFailure> read_openai_error(const json::value& value) {
   const json::object* body = value.if_object();
   const json::value* error = body != nullptr ? body->if_contains("error") : nullptr;
@@ -79,6 +75,17 @@ void OpenAiStreamAssembler::take(const ServerSentEvent& event) {
         grow(content->size());
         response_.text += *content;
       }
+      // The chain of thought of DeepSeek, vLLM and other compatible servers, beside the
+      // answer: "reasoning_content" (DeepSeek's thinking-mode guide,
+      // https://api-docs.deepseek.com/guides/thinking_mode; vLLM's reasoning outputs), or
+      // "reasoning" (vLLM's newer name, OpenRouter). Kept, not shown as the reply.
+      for (const char* field : {"reasoning_content", "reasoning"}) {
+        if (auto reasoning = string_at(*delta, field)) {
+          grow(reasoning->size());
+          reasoning_ += *reasoning;
+          break;
+        }
+      }
       if (auto refusal = string_at(*delta, "refusal")) {
         grow(refusal->size());
         refusal_ += *refusal;
@@ -107,7 +114,13 @@ void OpenAiStreamAssembler::take_usage(const json::object& usage) {
   // Messages API does, so that each kind is priced once.
   const std::uint64_t prompt = count_at(usage, "prompt_tokens").value_or(0);
   std::uint64_t cached = 0;
-  if (const json::object* details = object_at(usage, "prompt_tokens_details")) cached = count_at(*details, "cached_tokens").value_or(0);
+  if (const json::object* details = object_at(usage, "prompt_tokens_details")) {
+    cached = count_at(*details, "cached_tokens").value_or(0);
+  } else {
+    // DeepSeek counts its cache hits as prompt_cache_hit_tokens (of prompt_tokens; its
+    // "Context Caching" guide, https://api-docs.deepseek.com/guides/kv_cache).
+    cached = count_at(usage, "prompt_cache_hit_tokens").value_or(0);
+  }
   cached = std::min(cached, prompt);
   response_.usage.input_tokens = prompt - cached;
   response_.usage.cache_read_tokens = cached;
@@ -139,16 +152,19 @@ ModelResponse OpenAiStreamAssembler::finish() {
   if (!done_ && finish_reason_.empty()) {
     throw ProviderError(service_ + "'s stream ended before [DONE]: the reply was cut off.", true);
   }
+  // Whatever cannot be used below was still answered whole and is billed: the usage
+  // chunk comes after the finish_reason, before [DONE].
+  const BilledReply billed{response_.usage, usage_seen_, response_.model};
   // A refusal streams as delta.refusal pieces with finish_reason "stop" (the SDK's
   // ChoiceDelta.refusal); the words are what the user needs to see.
   if (!blank(refusal_)) {
     const std::string words = refusal_.size() <= kMaximumRefusalQuote ? refusal_ : refusal_.substr(0, kMaximumRefusalQuote) + "...";
-    throw ProviderError("The model refused to continue: " + words, false);
+    throw ProviderError::unusable_reply("The model refused to continue: " + words, billed, true);
   }
   if (finish_reason_ == "content_filter") {
-    throw ProviderError("The model refused to continue: the provider's content filter stopped the reply" +
-                            (response_.text.empty() ? std::string(".") : ": " + body_excerpt(response_.text)),
-                        false);
+    throw ProviderError::unusable_reply("The model refused to continue: the provider's content filter stopped the reply" +
+                                            (response_.text.empty() ? std::string(".") : ": " + body_excerpt(response_.text)),
+                                        billed, true);
   }
   ModelResponse response = response_;
   response.usage_reported = usage_seen_;
@@ -165,17 +181,27 @@ ModelResponse OpenAiStreamAssembler::finish() {
     }
     if (!input) {
       if (finish_reason_ == "length") {
-        throw ProviderError("The reply was cut at max_tokens (" + std::to_string(max_tokens_) +
-                                ") in the middle of a tool call (" + tool +
-                                "). Raise max_tokens in the desk's model settings, or ask for smaller steps.",
-                            false);
+        throw ProviderError::unusable_reply("The reply was cut at max_tokens (" + std::to_string(max_tokens_) +
+                                                ") in the middle of a tool call (" + tool +
+                                                "). Raise max_tokens in the desk's model settings, or ask for smaller steps.",
+                                            billed, false);
       }
-      throw ProviderError("The model's arguments for the tool \"" + tool + "\" are not usable: " + problem + ": " +
-                              body_excerpt(call.arguments),
-                          false);
+      throw ProviderError::unusable_reply("The model's arguments for the tool \"" + tool + "\" are not usable: " + problem +
+                                              ": " + body_excerpt(call.arguments),
+                                          billed, false);
     }
     const std::string id = call.id.empty() ? "call_" + std::to_string(index) : call.id;
     response.tool_calls.push_back(ToolCall{id, call.name, std::move(*input)});
+  }
+  if (!blank(reasoning_)) {
+    // The transcript keeps the reasoning before what it led to, as it keeps Anthropic's
+    // thinking; openai_messages decides when it goes back.
+    response.content.push_back(json::object{{"type", kReasoningContentBlock}, {"text", reasoning_}});
+    if (!response.text.empty()) response.content.push_back(json::object{{"type", "text"}, {"text", response.text}});
+    for (const ToolCall& call : response.tool_calls) {
+      response.content.push_back(
+          json::object{{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", call.input}});
+    }
   }
   if (finish_reason_ == "stop") {
     // Some local servers say "stop" after tool calls; the calls are what counts.

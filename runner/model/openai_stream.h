@@ -30,15 +30,18 @@ class OpenAiStreamAssembler final : public StreamAssembler {
       : service_(std::move(service)), max_tokens_(max_tokens) {}
 
   /// Takes a chunk: delta.content is text, delta.refusal the model's refusal,
+  /// delta.reasoning_content (or delta.reasoning) a compatible server's reasoning,
   /// delta.tool_calls pieces join by their index, finish_reason and usage are kept. Throws
   /// ProviderError for an error chunk, one that is not JSON, and a reply past 32 MiB.
   void take(const ServerSentEvent& event) override;
   bool finished() const override { return done_; }
   /// The reply, with finish_reason in the Messages API's words (stop -> end_turn,
   /// tool_calls -> tool_use, length -> max_tokens), and usage_reported false when no chunk
-  /// carried usage. Throws ProviderError when the stream ended before [DONE] and before
-  /// any finish_reason (retryable: it was cut), for a refusal (quoting its words) or a
-  /// content_filter stop, and when a tool call's arguments are not a JSON object (naming
+  /// carried usage; with reasoning, `content` holds a reasoning_content block first, then
+  /// the text and the tool calls. Throws ProviderError when the stream ended before [DONE]
+  /// and before any finish_reason (retryable: it was cut), and, billed with the reply's
+  /// usage (ProviderError::billed), for a refusal (quoting its words) or a content_filter
+  /// stop (both refused()), and when a tool call's arguments are not a JSON object (naming
   /// the tool, or max_tokens when the reply was cut by it).
   ModelResponse finish() override;
 
@@ -58,7 +61,8 @@ class OpenAiStreamAssembler final : public StreamAssembler {
   std::uint32_t max_tokens_;
   std::map<std::uint64_t, PendingCall> calls_;  // by the API's index: the reply's order
   std::string finish_reason_;
-  std::string refusal_;  // the delta.refusal pieces, joined
+  std::string refusal_;    // the delta.refusal pieces, joined
+  std::string reasoning_;  // the delta.reasoning_content pieces, joined
   std::size_t reply_bytes_ = 0;
   bool usage_seen_ = false;
   ModelResponse response_;

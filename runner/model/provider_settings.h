@@ -30,6 +30,13 @@ struct ProviderSettings {
   /// "max_completion_tokens" (its reasoning models refuse "max_tokens"); some
   /// OpenAI-compatible local servers read only "max_tokens".
   std::string openai_max_tokens_field = "max_completion_tokens";
+  /// openai: the API spoken, "chat_completions" (POST /chat/completions, every compatible
+  /// server) or "responses" (POST /responses: OpenAI's own, and the models that exist only there).
+  std::string openai_api = "chat_completions";
+  /// openai with api "responses": ask for the reasoning items' encrypted content and send
+  /// it back (the API keeps nothing, store = false). Models that do not reason (gpt-4.1,
+  /// gpt-4o) refuse the request for it ("Encrypted content is not supported with this model").
+  bool openai_encrypted_reasoning = true;
   /// anthropic: extended thinking's budget in tokens (at least 1024, below max_tokens);
   /// nullopt: no extended thinking.
   std::optional<std::uint32_t> thinking_budget_tokens;

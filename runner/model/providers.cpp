@@ -5,6 +5,7 @@
 #include "runner/http/http_client.h"
 #include "runner/model/anthropic_provider.h"
 #include "runner/model/openai_provider.h"
+#include "runner/model/responses_provider.h"
 #include "runner/model/script_provider.h"
 
 namespace deskd::model {
@@ -30,6 +31,9 @@ Result<std::shared_ptr<ModelProvider>> make_anthropic(boost::asio::any_io_execut
 }
 
 Result<std::shared_ptr<ModelProvider>> make_openai(boost::asio::any_io_executor executor, ProviderSettings settings) {
+  if (settings.openai_api == "responses") {
+    return as_model_provider(ResponsesProvider::create(std::move(executor), std::move(settings)));
+  }
   return as_model_provider(OpenAiProvider::create(std::move(executor), std::move(settings)));
 }
 
@@ -39,17 +43,21 @@ constexpr ProviderKind kProviderKinds[] = {
      .needs_model = false,
      .needs_key = KeyNeed::never,
      .extended_thinking = false,
+     .responses_api = false,
      .make = make_script},
     {.name = "anthropic",
      .needs_model = true,
      .needs_key = KeyNeed::always,
      .extended_thinking = true,
+     .responses_api = false,
      .make = make_anthropic},
     // OpenAI-compatible local servers (Ollama, llama.cpp, vLLM) on loopback take no key.
+    // api = "responses" speaks OpenAI's Responses API instead of chat completions.
     {.name = "openai",
      .needs_model = true,
      .needs_key = KeyNeed::unless_loopback,
      .extended_thinking = false,
+     .responses_api = true,
      .make = make_openai},
 };
 

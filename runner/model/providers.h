@@ -35,6 +35,8 @@ struct ProviderKind {
   bool needs_model = false;    ///< a 'model' must be named
   KeyNeed needs_key = KeyNeed::never;
   bool extended_thinking = false;  ///< `thinking = { budget_tokens = N }` is accepted
+  /// `api = "responses"` is accepted: the provider also speaks OpenAI's Responses API.
+  bool responses_api = false;
   /// Builds the provider; refuses what the provider's own create() or load() refuses.
   Result<std::shared_ptr<ModelProvider>> (*make)(boost::asio::any_io_executor executor,
                                                  ProviderSettings settings) = nullptr;

@@ -163,7 +163,7 @@ asio::awaitable<ModelResponse> complete_with_retries_redacting(RetryPolicy polic
                                                             redacted_notice(std::move(on_retry), secret));
     co_return response;
   } catch (const ProviderError& error) {
-    failure.emplace(redact(error.what(), secret), error.retryable(), error.http_status(), error.retry_after());
+    failure.emplace(error.reworded(redact(error.what(), secret)));
   }
   throw *failure;
 }

@@ -28,22 +28,61 @@
 
 namespace deskd::model {
 
+/// What a reply that cannot be used still cost: the server answered whole, counted its
+/// tokens and bills them (a refusal, a reply cut inside a tool call, a tool call whose
+/// arguments are not JSON). Both APIs send usage with such a reply.
+struct BilledReply {
+  desk::Usage usage;
+  bool usage_reported = false;  ///< false: the server sent no counts (usage unknown, not zero)
+  std::string model;            ///< the model that answered ("" until the provider fills it in)
+};
+
 /// A failed model call: a sentence a person can act on, the HTTP status when the server
-/// answered, whether trying again may help, and how long the server asked us to wait.
+/// answered, whether trying again may help, and how long the server asked us to wait. A
+/// reply that arrived whole but cannot be used also carries what it cost (billed()), and a
+/// refusal says so (refused()): the turn runner counts the one and takes the refused
+/// message out of the session for the other.
 class ProviderError : public std::runtime_error {
  public:
   ProviderError(const std::string& message, bool retryable, std::optional<unsigned> http_status = std::nullopt,
                 std::optional<std::chrono::milliseconds> retry_after = std::nullopt)
       : std::runtime_error(message), retryable_(retryable), http_status_(http_status), retry_after_(retry_after) {}
 
+  /// A reply that arrived whole and cannot be used: never retried (the model would most
+  /// likely answer the same, and each try is billed).
+  static ProviderError unusable_reply(const std::string& message, BilledReply billed, bool refusal) {
+    ProviderError error(message, false);
+    error.billed_ = std::move(billed);
+    error.refused_ = refusal;
+    return error;
+  }
+
   bool retryable() const { return retryable_; }
   std::optional<unsigned> http_status() const { return http_status_; }
   std::optional<std::chrono::milliseconds> retry_after() const { return retry_after_; }
+  const std::optional<BilledReply>& billed() const { return billed_; }
+  /// The model refused to answer (Anthropic's stop_reason "refusal"; OpenAI's refusal
+  /// content or content filter).
+  bool refused() const { return refused_; }
+
+  /// The same failure told in other words (a secret redacted, a sentence added).
+  ProviderError reworded(const std::string& message) const {
+    ProviderError copy(message, retryable_, http_status_, retry_after_);
+    copy.billed_ = billed_;
+    copy.refused_ = refused_;
+    return copy;
+  }
+  /// Names the model of the billed reply when the stream did not.
+  void fill_billed_model(const std::string& model) {
+    if (billed_ && billed_->model.empty()) billed_->model = model;
+  }
 
  private:
   bool retryable_;
   std::optional<unsigned> http_status_;
   std::optional<std::chrono::milliseconds> retry_after_;
+  std::optional<BilledReply> billed_;
+  bool refused_ = false;
 };
 
 /// Whether an HTTP status is worth another try: 408, 429, 500-599 (which holds 529).

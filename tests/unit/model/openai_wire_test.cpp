@@ -14,6 +14,7 @@
 
 #include "runner/model/openai_stream.h"
 #include "tests/unit/model/fake_http_server.h"
+#include "tests/unit/model/openai_recorded_streams.h"
 #include "tests/unit/model/provider_test_support.h"
 #include "tests/unit/model/request_shape.h"
 #include "tests/unit/model/stream_test_support.h"
@@ -28,29 +29,12 @@ using testing::assemble;
 using testing::FakeHttpServer;
 using testing::FakeResponse;
 using testing::JsonKind;
+using testing::kOpenAiRefusalStream;
+using testing::refusal_chunk;
 using testing::Outcome;
 using testing::run_complete;
 using testing::test_settings;
 using testing::user_request;
-
-// The refusal that openai-python's test_parse_pydantic_model_refusal recorded from the live
-// API (tests/lib/chat/test_completions_streaming.py: model gpt-4o-2024-08-06, refusal "I'm
-// sorry, but I can't assist with that request.", finish_reason "stop"), one token a chunk,
-// in the shape of ChatCompletionChunk (src/openai/types/chat/chat_completion_chunk.py:
-// the first delta {"role":"assistant","content":null,"refusal":""}), and the usage chunk
-// that stream_options.include_usage adds (choices empty).
-std::string refusal_chunk(std::string_view delta, std::string_view finish_reason = "null") {
-  return R"(data: {"id":"chatcmpl-9tXjSozLhAbCdEfGhIjKlMnOpQrSt","object":"chat.completion.chunk","created":1723024734,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_845eaabc1f","choices":[{"index":0,"delta":)" +
-         std::string(delta) + R"(,"logprobs":null,"finish_reason":)" + std::string(finish_reason) + "}]}\n\n";
-}
-const std::string kOpenAiRefusalStream =
-    refusal_chunk(R"({"role":"assistant","content":null,"refusal":""})") + refusal_chunk(R"({"refusal":"I'm"})") +
-    refusal_chunk(R"({"refusal":" sorry"})") + refusal_chunk(R"({"refusal":","})") + refusal_chunk(R"({"refusal":" but"})") +
-    refusal_chunk(R"({"refusal":" I"})") + refusal_chunk(R"({"refusal":" can't"})") + refusal_chunk(R"({"refusal":" assist"})") +
-    refusal_chunk(R"({"refusal":" with"})") + refusal_chunk(R"({"refusal":" that"})") + refusal_chunk(R"({"refusal":" request"})") +
-    refusal_chunk(R"({"refusal":"."})") + refusal_chunk("{}", R"("stop")") +
-    R"(data: {"id":"chatcmpl-9tXjSozLhAbCdEfGhIjKlMnOpQrSt","object":"chat.completion.chunk","created":1723024734,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_845eaabc1f","choices":[],"usage":{"prompt_tokens":17,"completion_tokens":12,"total_tokens":29}})"
-    "\n\n" "data: [DONE]\n\n";
 
 // A reply cut by its limit, as openai-python's test_parse_max_tokens_reached recorded it
 // (same file: max_tokens=1, finish_reason "length"), in the ChatCompletionChunk shape.
