@@ -23,6 +23,10 @@ DeskMeasures Daemon::desk_measures(const std::string& desk) {
             }
             metrics.observe_model_request(desk_name, model, tokens, cost_usd);
           },
+      .egress_outcomes =
+          [&metrics, desk_name = desk](egress::EgressOutcome outcome) {
+            metrics.observe_egress(desk_name, outcome == egress::EgressOutcome::allowed ? "allowed" : "failed");
+          },
   };
 }
 

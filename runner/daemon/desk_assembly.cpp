@@ -170,7 +170,8 @@ Result<sandbox::SandboxSpec> assemble_desk_sandbox(boost::asio::any_io_executor 
   }
   spec->refusals = input.refusal_reporter;
   spec->started = input.measures.sandbox_started;
-  auto proxied = egress::attach_egress_proxy(*spec, executor, input.refusals, std::move(gate));
+  auto proxied =
+      egress::attach_egress_proxy(*spec, executor, input.refusals, std::move(gate), input.measures.egress_outcomes);
   if (!proxied.ok()) return step_failed("setting up the egress proxy", proxied.error());
   return spec;
 }

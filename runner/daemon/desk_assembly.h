@@ -78,6 +78,7 @@ struct DeskMeasures {
   sandbox::SandboxStartObserver sandbox_started = {};  ///< each sandbox of the desk, subagents' too
   desk::Journal::FsyncObserver journal_fsynced = {};
   desk::UsageTracker::RequestObserver model_requests = {};
+  egress::EgressOutcomeObserver egress_outcomes = {};  ///< its egress proxy's requests not refused
 };
 
 /// What a desk is assembled from: the daemon fills it from deskd.toml, `deskd run` from its

@@ -21,6 +21,8 @@ constexpr std::array kEnforcers = {"seccomp"sv,  "landlock"sv, "path_policy"sv, 
 // The outcomes of runner/egress/api_exchange.cpp's ledger entries.
 constexpr std::array kApiOutcomes = {"allowed"sv, "answered"sv,  "asked"sv,           "approved"sv, "denied"sv,
                                      "refused"sv, "timed_out"sv, "failed_upstream"sv, "other"sv};
+// NETWORK_REFUSED events, and the proxy's outcomes (runner/egress/egress_proxy.h).
+constexpr std::array kEgressOutcomes = {"allowed"sv, "failed"sv, "refused"sv};
 constexpr std::string_view kUnknownTool = "unknown";
 constexpr std::string_view kOtherModel = "other";
 
@@ -107,8 +109,8 @@ DeskdMetrics::DeskdMetrics()
       refusals_(registry_.add("deskd_refusals_total", "What a desk's enforcers refused.", MetricType::counter,
                               {"desk", "enforcer"}, kMaximumDesks * kEnforcers.size())),
       egress_requests_(registry_.add("deskd_egress_requests_total",
-                                     "Requests through a desk's egress proxy, by outcome (refusals are counted).",
-                                     MetricType::counter, {"desk", "outcome"}, kMaximumDesks)),
+                                     "Requests through a desk's egress proxy, by outcome.", MetricType::counter,
+                                     {"desk", "outcome"}, kMaximumDesks * kEgressOutcomes.size())),
       api_gate_requests_(registry_.add("deskd_api_gate_requests_total", "Calls through a desk's API gate, by outcome.",
                                        MetricType::counter, {"desk", "outcome"}, kMaximumDesks * kApiOutcomes.size())),
       sandbox_start_(registry_.add("deskd_sandbox_start_duration_seconds",
@@ -233,6 +235,16 @@ void DeskdMetrics::observe_model_request(std::string_view desk, std::string_view
     add_to(model_output_tokens_.counter({desk, label}), static_cast<double>(tokens->output));
   }
   if (cost_usd) add_to(model_cost_.counter({desk, label}), *cost_usd);
+}
+
+void DeskdMetrics::observe_egress(std::string_view desk, std::string_view outcome) {
+  const auto known = std::find(kEgressOutcomes.begin(), kEgressOutcomes.end(), outcome);
+  if (known == kEgressOutcomes.end()) return;
+  {
+    const std::shared_lock lock(desks_mutex_);
+    if (labels_of(desk) == nullptr) return;
+  }
+  add_to(egress_requests_.counter({desk, *known}));
 }
 
 void DeskdMetrics::observe_sandbox_start(std::chrono::nanoseconds took) {

@@ -67,6 +67,9 @@ class DeskdMetrics {
   /// server reported no counts, `cost_usd` none when the price is unknown.
   void observe_model_request(std::string_view desk, std::string_view model,
                              const std::optional<ModelRequestTokens>& tokens, std::optional<double> cost_usd);
+  /// A request of `desk`'s egress proxy that was not refused: `outcome` "allowed" (connected)
+  /// or "failed" (no address, or none answered). Refusals come as NETWORK_REFUSED events.
+  void observe_egress(std::string_view desk, std::string_view outcome);
   /// How long a sandbox took to start, clone to exec.
   void observe_sandbox_start(std::chrono::nanoseconds took);
   /// How long one fsync of a journal took.

@@ -17,14 +17,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// The value of the one sample line `series` (name and labels, exactly), or -1.
-double sample_of(const std::string& text, const std::string& series) {
-  const std::string start = "\n" + series + " ";
-  const std::size_t at = text.find(start);
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + start.size(), text.find('\n', at + start.size()) - at - start.size()));
-}
-
 class ServeMetricsE2eTest : public ServeE2eTest {};
 
 TEST_F(ServeMetricsE2eTest, ATurnOnAScriptDeskShowsInTheMetrics) {

@@ -120,6 +120,11 @@ TEST_F(DeskdMetricsTest, CountsModelRequestsTokensAndCostWithBoundedModelNames) 
 }
 
 TEST_F(DeskdMetricsTest, ShowsLatenciesClientsAndTheProcess) {
+  metrics_.observe_egress("nifty", "allowed");
+  metrics_.observe_egress("nifty", "allowed");
+  metrics_.observe_egress("nifty", "failed");
+  metrics_.observe_egress("nifty", "made up");
+  metrics_.observe_egress("stranger", "allowed");
   metrics_.observe_sandbox_start(30ms);
   metrics_.observe_journal_fsync(200us);
   metrics_.set_control_clients(2);
@@ -129,6 +134,10 @@ TEST_F(DeskdMetricsTest, ShowsLatenciesClientsAndTheProcess) {
   EXPECT_THAT(text, HasSubstr("deskd_sandbox_start_duration_seconds_bucket{le=\"0.025\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("deskd_journal_fsync_duration_seconds_count 1\n"));
   EXPECT_THAT(text, HasSubstr("deskd_control_clients 2\n"));
+  EXPECT_THAT(text, HasSubstr("deskd_egress_requests_total{desk=\"nifty\",outcome=\"allowed\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("deskd_egress_requests_total{desk=\"nifty\",outcome=\"failed\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("made up")));
+  EXPECT_THAT(text, Not(HasSubstr("stranger")));
   EXPECT_THAT(text, HasSubstr("deskd_web_clients 1\n"));
   EXPECT_THAT(text, MatchesRegex("(.|\n)*\ndeskd_process_resident_memory_bytes [1-9][0-9]{5,}\n(.|\n)*"));
   EXPECT_THAT(text, MatchesRegex("(.|\n)*\ndeskd_process_open_fds [1-9][0-9]*\n(.|\n)*"));
