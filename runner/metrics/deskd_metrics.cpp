@@ -197,6 +197,9 @@ void DeskdMetrics::observe(const desk::Event& event) {
     add_to(egress_requests_.counter({desk, "refused"}), reported_count(event));
   } else if (kind == kApiCall) {
     add_to(api_gate_requests_.counter({desk, fixed_label(kApiOutcomes, string_field(event, "outcome"))}));
+  } else if (kind == kApiRefused) {
+    // A call the gate refused is told as API_REFUSED alone (rate-limited), never API_CALL.
+    add_to(api_gate_requests_.counter({desk, "refused"}), reported_count(event));
   }
 }
 

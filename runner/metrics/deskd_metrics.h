@@ -61,7 +61,8 @@ class DeskdMetrics {
   void know_desk_tools(std::string_view desk, const std::vector<std::string>& tools);
 
   /// Counts what `event` says (the bus's sink): TURN_*, TOOL_CALLED, REFUSED,
-  /// NETWORK_REFUSED, API_CALL, API_REFUSED. Events of desks not known are left out.
+  /// NETWORK_REFUSED, API_CALL (by its outcome), API_REFUSED (outcome "refused"). Events of
+  /// desks not known are left out.
   void observe(const desk::Event& event);
   /// One model request of `desk` (its usage tracker's observer); `tokens` none when the
   /// server reported no counts, `cost_usd` none when the price is unknown.

@@ -88,6 +88,7 @@ TEST_F(DeskdMetricsTest, CountsRefusalsEgressAndGateOutcomesByFixedWords) {
   bus_.publish("nifty", kind::kApiCall, {{"api", "kite"}, {"outcome", "allowed"}, {"status", 200}});
   bus_.publish("nifty", kind::kApiCall, {{"api", "kite"}, {"outcome", "denied"}, {"status", 403}});
   bus_.publish("nifty", kind::kApiCall, {{"api", "kite"}, {"outcome", "\"made up\""}});
+  bus_.publish("nifty", kind::kApiRefused, {{"api", "kite"}, {"why", "no rule"}, {"unreported_before", 1}});
   const std::string text = rendered();
   EXPECT_THAT(text, HasSubstr("deskd_refusals_total{desk=\"nifty\",enforcer=\"seccomp\"} 5\n"));
   EXPECT_THAT(text, HasSubstr("deskd_refusals_total{desk=\"nifty\",enforcer=\"path_policy\"} 3\n"));
@@ -96,6 +97,7 @@ TEST_F(DeskdMetricsTest, CountsRefusalsEgressAndGateOutcomesByFixedWords) {
   EXPECT_THAT(text, HasSubstr("deskd_api_gate_requests_total{desk=\"nifty\",outcome=\"allowed\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("deskd_api_gate_requests_total{desk=\"nifty\",outcome=\"denied\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("deskd_api_gate_requests_total{desk=\"nifty\",outcome=\"other\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("deskd_api_gate_requests_total{desk=\"nifty\",outcome=\"refused\"} 2\n"));
   EXPECT_THAT(text, Not(HasSubstr("made up")));
 }
 
