@@ -79,6 +79,7 @@ Result<SandboxedProcess> StartingSandbox::finish() && {
   report_.reset();
   if (received == 0) {
     handover_.complete();
+    if (started_) started_(std::chrono::steady_clock::now() - began_);
     return std::move(process_);
   }
   process_.close();

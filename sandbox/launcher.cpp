@@ -320,6 +320,7 @@ Result<void> wake_child(Launch& launch, SandboxedProcess& process) {
 
 Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
                               const StandardStreams& streams, ChildMaking making = ChildMaking::forking) {
+  const auto began = std::chrono::steady_clock::now();
   DESKD_RETURN_IF_ERROR(refuse_kept_groups(spec));
   DESKD_ASSIGN_OR_RETURN(const int init_image, init_image_descriptor());
   Launch launch;
@@ -337,6 +338,7 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   DESKD_RETURN_IF_ERROR(place_in_cgroup(launch, process));
   DESKD_RETURN_IF_ERROR(wake_child(launch, process));
   StartingSandbox starting(std::move(process), std::move(launch.failures.read_end), std::move(launch.handover));
+  starting.tell_start_to(spec.started, began);
   if (!shared.stack) return starting;
   // The child reads `launch` until it has executed: the set-up ends here.
   DESKD_ASSIGN_OR_RETURN(SandboxedProcess running, std::move(starting).finish());

@@ -60,10 +60,18 @@ class StartingSandbox {
   /// the set-up is over if report_fd() is not yet readable.
   Result<SandboxedProcess> finish() &&;
 
+  /// Tells `observer` at a successful finish() how long the start took since `began`.
+  void tell_start_to(SandboxStartObserver observer, std::chrono::steady_clock::time_point began) {
+    started_ = std::move(observer);
+    began_ = began;
+  }
+
  private:
   SandboxedProcess process_;
   UniqueFd report_;
   ListenerHandover handover_;  // the desk's seccomp listener, taken once the child has executed
+  SandboxStartObserver started_;
+  std::chrono::steady_clock::time_point began_;
 };
 
 /// launch_sandboxed without waiting for the child's set-up: the same checks, the same

@@ -5,8 +5,10 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +25,10 @@
 #include "sandbox/refusal_report.h"
 
 namespace deskd::sandbox {
+
+/// Told how long a sandbox took to start, from the launch's first step to its command's
+/// exec (deskd's metrics), on the launching thread; it must be quick.
+using SandboxStartObserver = std::function<void(std::chrono::nanoseconds took)>;
 
 /// Whether the sandbox gets its own network (only `lo`), shares the host's, or gets its own
 /// with only `lo` plus deskd's egress proxy on it, which reaches the allowed hosts only
@@ -146,6 +152,8 @@ struct SandboxSpec {
   /// Where the desk's enforcers tell their refusals (refusal_report.h), shared by every copy
   /// of this spec; null: nobody is told (deskd sandbox, tests), and refused calls simply fail.
   std::shared_ptr<RefusalReporter> refusals{};
+  /// Told each successful start of a sandbox of this spec; empty: nobody (deskd sandbox, tests).
+  SandboxStartObserver started{};
   /// The complete environment of the sandboxed command, as NAME=value.
   std::vector<std::string> environment{};
   std::string hostname = "deskd";

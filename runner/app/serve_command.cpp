@@ -223,6 +223,8 @@ int serve(const std::filesystem::path& config_path) {
     log->error(server.error().what);
     return 1;
   }
+  // Asked at each scrape, on the loop; the server outlives the loop's run.
+  daemon.count_control_clients_with([&control_server = **server] { return control_server.connection_count(); });
   // deskd's own coroutines: none is left to end unseen. They end with the loop (io.stop()
   // once the daemon and the socket have stopped), so the group is never awaited.
   TaskGroup serving(io.get_executor(), [log](std::exception_ptr escaped) {

@@ -227,6 +227,11 @@ Result<json::object> answer_refusals(ControlService& service, const ControlReque
   return json::object{{"refusals", std::move(list)}};
 }
 
+// The same text as the web server's /metrics, in one field.
+Result<json::object> answer_metrics(ControlService& service, const ControlRequest&, const std::string&) {
+  return json::object{{"metrics", service.metrics_text()}};
+}
+
 // clang-format off
 // In the protocol's order (a test checks that the two lists agree).
 constexpr ControlOp kOperations[] = {
@@ -246,6 +251,7 @@ constexpr ControlOp kOperations[] = {
     {op::kLedger,    OpAnswer::later,    nullptr,          answer_ledger},
     {op::kBudget,    OpAnswer::now,      answer_budget,    nullptr},
     {op::kRefusals,  OpAnswer::now,      answer_refusals,  nullptr},
+    {op::kMetrics,   OpAnswer::now,      answer_metrics,   nullptr},
 };
 // clang-format on
 

@@ -64,6 +64,8 @@ class ControlService {
   /// Reads the config again and applies it on behalf of `who`; `done` gets the outcome
   /// later, on the event loop (a reload waits for the turns of the desks it stops).
   virtual void reload(const std::string& who, std::function<void(Result<ReloadOutcome>)> done) = 0;
+  /// Every metric of deskd in the Prometheus text format (what `/metrics` serves).
+  virtual std::string metrics_text() = 0;
   /// A new subscription to every desk's events.
   virtual std::shared_ptr<desk::EventSubscription> subscribe() = 0;
   /// Kept events of `desk` (all desks when empty) after event number `after`, about

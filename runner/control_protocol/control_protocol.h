@@ -58,7 +58,8 @@ enum OpNeeds : unsigned {
   OPERATION(kDeny,      "deny",      kNeedsApproval) \
   OPERATION(kLedger,    "ledger",    kNeedsDesk)     /* optional "since", "verify" */ \
   OPERATION(kBudget,    "budget",    kNeedsDesk)     /* optional "add_usd": raises today's cap */ \
-  OPERATION(kRefusals,  "refusals",  kNeedsNothing)  /* every desk's without "desk" */
+  OPERATION(kRefusals,  "refusals",  kNeedsNothing)  /* every desk's without "desk" */ \
+  OPERATION(kMetrics,   "metrics",   kNeedsNothing)  /* deskd's metrics, Prometheus text */
 // clang-format on
 
 /// An operation of the protocol.

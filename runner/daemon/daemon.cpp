@@ -41,6 +41,7 @@ Daemon::Daemon(asio::any_io_executor executor, Config config, const Clock& clock
     history_.add(event);
     journal_daemon_event(event);
     track_waiting(event);
+    metrics_.observe(event);
   });
   for (const auto& desk_config : config_.desks) {
     slots_.emplace(desk_config.name, make_slot(desk_config));
@@ -110,6 +111,7 @@ void Daemon::track_waiting(const desk::Event& event) {
 }
 
 std::unique_ptr<Daemon::Slot> Daemon::make_slot(const DeskConfig& desk) {
+  metrics_.know_desk(desk.name);
   const auto report = [this, name = desk.name](std::string what) {
     return [this, name, what = std::move(what)](std::exception_ptr escaped) {
       log_.error(what + " ended: " + describe_exception(escaped), about_desk(name));

@@ -28,6 +28,7 @@
 #include "runner/daemon/desk_ids.h"
 #include "runner/daemon/journal_entry.h"
 #include "runner/events/event_bus.h"
+#include "runner/metrics/deskd_metrics.h"
 
 namespace deskd::desk {
 class LandlockAuditReader;
@@ -36,6 +37,7 @@ class LandlockAuditReader;
 namespace deskd::app {
 
 struct AssembledDesk;
+struct DeskMeasures;
 
 /// What the daemon reports to its log; `fields` name the desk a message is about, so that
 /// the journal files it under DESK= (runner/daemon/deskd_log.h).
@@ -91,6 +93,16 @@ class Daemon final : public control::ControlService {
   void reload(const std::string& who, std::function<void(Result<control::ReloadOutcome>)> done) override;
 
   desk::EventBus& bus() { return bus_; }
+
+  /// Every metric of deskd in the Prometheus text format (runner/metrics/prometheus_text.h),
+  /// with the desks' states and queues and deskd's memory and descriptors as they are now:
+  /// what `/metrics` serves and `deskctl metrics` prints. On the event loop, as every answer.
+  std::string metrics_text() override;
+  /// How many clients the web server has now (deskd_web_clients); safe from any thread.
+  void set_web_clients(std::size_t connected) { metrics_.set_web_clients(connected); }
+  /// Where metrics_text() reads how many clients the control socket has (the server's
+  /// connection_count, asked on the event loop); it must outlive the daemon's serving.
+  void count_control_clients_with(std::function<std::size_t()> count) { control_clients_ = std::move(count); }
 
   bool has_desk(const std::string& name) const override;
   std::vector<control::DeskSummary> desks() const override;
@@ -158,6 +170,8 @@ class Daemon final : public control::ControlService {
             std::function<void(Result<std::string>)> sent);
   void journal_daemon_event(const desk::Event& event);
   void start_landlock_audit();
+  /// The hooks through which a desk's parts tell metrics_ what they measure.
+  DeskMeasures desk_measures(const std::string& desk);
   /// Forgets a waiting message once the desk has taken it (its turn started, it was
   /// delivered as steering, answered or finished), and all of a desk's when it stops.
   void track_waiting(const desk::Event& event);
@@ -166,6 +180,10 @@ class Daemon final : public control::ControlService {
   Config config_;
   const Clock& clock_;
   DaemonLog log_;
+  // Before the bus, whose sink feeds it, and the desks, whose sandboxes, journals and usage
+  // trackers tell it what they measure: it goes after all of them.
+  metrics::DeskdMetrics metrics_;
+  std::function<std::size_t()> control_clients_;
   desk::EventBus bus_;
   control::EventHistory history_;
   // A root deskd's reader of Landlock's audit records, shared by every desk's refusal

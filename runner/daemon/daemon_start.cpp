@@ -171,13 +171,13 @@ void Daemon::assemble_slot(Slot& slot, Result<std::optional<DeskIds>> ids) {
       const Error& error = ids.error();
       *assembled = Error{error.code, error.error_number, "choosing the desk's uid: " + error.what};
     } else {
-      *assembled = assemble_desk(
-          executor_,
-          {.desk = slot.config,
-           .state_folder = desk_state_folder(config_, slot.config.name),
-           .ids = *ids,
-           .landlock_audit = landlock_audit_},
-          bus_, clock_);
+      *assembled = assemble_desk(executor_,
+                                 {.desk = slot.config,
+                                  .state_folder = desk_state_folder(config_, slot.config.name),
+                                  .ids = *ids,
+                                  .landlock_audit = landlock_audit_,
+                                  .measures = desk_measures(slot.config.name)},
+                                 bus_, clock_);
     }
   } catch (const std::exception& error) {
     *assembled = Error::make(ErrorCode::internal, std::string("assembling the desk failed: ") + error.what());
@@ -209,6 +209,7 @@ void Daemon::finish_starting(Slot& slot, Result<std::unique_ptr<AssembledDesk>> 
   }
   slot.failure_journal.reset();
   slot.desk = std::move(assembled).value();
+  metrics_.know_desk_tools(name, slot.desk->tool_names);
   spawn_desk_part(slot.desk->runtime->run(), slot.runtime_part, slot.desk_running);
   spawn_desk_part(slot.desk->scheduler->run(), slot.scheduler_part, slot.scheduler_running);
   log_.info("desk " + name + " started (" + slot.desk->model_description + ", " + slot.config.mode + ", " +

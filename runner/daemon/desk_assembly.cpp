@@ -169,7 +169,9 @@ Result<sandbox::SandboxSpec> assemble_desk_sandbox(boost::asio::any_io_executor 
     gate = std::move(made).value();
   }
   spec->refusals = input.refusal_reporter;
-  auto proxied = egress::attach_egress_proxy(*spec, executor, input.refusals, std::move(gate));
+  spec->started = input.measures.sandbox_started;
+  auto proxied =
+      egress::attach_egress_proxy(*spec, executor, input.refusals, std::move(gate), input.measures.egress_outcomes);
   if (!proxied.ok()) return step_failed("setting up the egress proxy", proxied.error());
   return spec;
 }
@@ -231,10 +233,12 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   auto journal = desk::Journal::open(state / "journal.jsonl");
   if (!journal.ok()) return step_failed("opening the journal", journal.error());
   desk->journal.emplace(std::move(journal).value());
+  if (input.measures.journal_fsynced) desk->journal->tell_fsyncs_to(input.measures.journal_fsynced);
 
   desk->session_keeper = std::make_unique<desk::SessionKeeper>(state / "sessions", clock);
   desk->usage_tracker = std::make_unique<desk::UsageTracker>(clock, state / "usage.json", price_table(desk_config.model),
                                                          desk_config.model.model);
+  if (input.measures.model_requests) desk->usage_tracker->tell_requests_to(input.measures.model_requests);
   (void)desk->usage_tracker->load();  // a damaged file starts the day empty; record() replaces it
   desk->budget = std::make_unique<desk::BudgetKeeper>(clock, *desk->usage_tracker, desk_config.budget,
                                                       desk_config.model.max_tokens, state / "budget.json");
@@ -260,6 +264,7 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
   if (!provider.ok()) return step_failed("setting up the model", provider.error());
   add_subagent_tool(executor, desk_config, tool_settings, *provider, *desk, clock, *registry);
   desk->model_description = (*provider)->describe();
+  for (const auto& tool : registry->tools()) desk->tool_names.emplace_back(tool->name());
   model::TurnRunnerSettings runner_settings;
   runner_settings.system_prompt = system_prompt(desk_config);
   runner_settings.context_window_tokens = desk_config.model.context_window;

@@ -40,6 +40,7 @@ struct AssembledDesk {
   /// Declared first, so destroyed last: the mounts go once every sandbox of the desk has.
   sandbox::PlacesQuotaMounts quota_mounts;
   std::string model_description;  ///< "script", "anthropic:claude-..."
+  std::vector<std::string> tool_names;  ///< the desk's tools, for deskd's metrics' labels
   /// Every enforcer's refusals of the desk, as REFUSED events; its sandboxes' specs share it.
   std::shared_ptr<desk::DeskRefusalRecorder> refusals;
   std::shared_ptr<tools::ProposalStore> proposals;
@@ -73,6 +74,14 @@ std::filesystem::path desk_state_folder(const Config& config, const std::string&
 /// expires, and how to decide it (daemon_api.cpp).
 std::string describe_waiting_approvals(const std::vector<egress::PendingApproval>& waiting, Clock::TimePoint now);
 
+/// Where a desk's parts tell what they measure (deskd's metrics); each may be empty.
+struct DeskMeasures {
+  sandbox::SandboxStartObserver sandbox_started = {};  ///< each sandbox of the desk, subagents' too
+  desk::Journal::FsyncObserver journal_fsynced = {};
+  desk::UsageTracker::RequestObserver model_requests = {};
+  egress::EgressOutcomeObserver egress_outcomes = {};  ///< its egress proxy's requests not refused
+};
+
 /// What a desk is assembled from: the daemon fills it from deskd.toml, `deskd run` from its
 /// command line (runner/app/desk_tool_options.h), so both build the very same desk.
 struct DeskAssemblyInput {
@@ -95,6 +104,7 @@ struct DeskAssemblyInput {
   std::shared_ptr<egress::ApprovalBoard> approvals = {};
   egress::ApiEventSink api_events = {};
   std::shared_ptr<const Clock> clock = {};
+  DeskMeasures measures = {};
 };
 
 /// The first step of every desk, also all that `deskd shell` and `deskd mcp` need: the

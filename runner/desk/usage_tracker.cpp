@@ -228,6 +228,7 @@ std::string UsageTracker::count(std::string_view model, const std::optional<Usag
     total.tokens.cache_read_tokens += usage->cache_read_tokens;
     total.tokens.cache_write_tokens += usage->cache_write_tokens;
   }
+  if (observer_) observer_(model, usage, cost_of_request(model, usage));
   return to_json(date_, models_);
 }
 
@@ -245,11 +246,14 @@ boost::asio::awaitable<Result<void>> UsageTracker::record_off_loop(std::string m
 
 UsageTracker::Counted UsageTracker::count_request(std::string_view model, const std::optional<Usage>& usage) {
   std::lock_guard lock(mutex_);
-  Counted counted{count(model, usage), std::nullopt};
-  if (usage) {
-    if (const auto found = find_price(prices_, model, configured_model_)) counted.cost_usd = cost_of(*usage, found->price);
-  }
-  return counted;
+  return Counted{count(model, usage), cost_of_request(model, usage)};
+}
+
+std::optional<double> UsageTracker::cost_of_request(std::string_view model, const std::optional<Usage>& usage) const {
+  if (!usage) return std::nullopt;
+  const auto found = find_price(prices_, model, configured_model_);
+  if (!found) return std::nullopt;
+  return cost_of(*usage, found->price);
 }
 
 boost::asio::awaitable<Result<void>> UsageTracker::save_off_loop(std::string contents) {

@@ -6,6 +6,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -88,6 +89,14 @@ class UsageTracker {
   /// The saving half: writes `contents` (from count_request) off the event loop.
   boost::asio::awaitable<Result<void>> save_off_loop(std::string contents);
 
+  /// Told each counted request (deskd's metrics): its model, its tokens (none: the server
+  /// reported none) and its cost (none: no price, or no tokens). Called under the tracker's
+  /// lock: it must be quick and must not call the tracker.
+  using RequestObserver =
+      std::function<void(std::string_view model, const std::optional<Usage>& usage, std::optional<double> cost_usd)>;
+  /// Tells every later request to `observer`. Call it before the tracker is shared.
+  void tell_requests_to(RequestObserver observer) { observer_ = std::move(observer); }
+
   /// The price of the model the desk's config names, as find_price finds it; nullopt when
   /// the price table has none (the budget keeper prices a call's worst case with it).
   std::optional<ModelPrice> configured_price() const;
@@ -105,11 +114,14 @@ class UsageTracker {
   void roll_over_if_new_day(IndiaDate now) const;
   /// Adds the request to today and returns the file's new contents. Needs mutex_.
   std::string count(std::string_view model, const std::optional<Usage>& usage);
+  /// One request's cost; nullopt without tokens or a price.
+  std::optional<double> cost_of_request(std::string_view model, const std::optional<Usage>& usage) const;
 
   const Clock& clock_;
   const std::filesystem::path file_;
   const PriceTable prices_;
   const std::string configured_model_;
+  RequestObserver observer_;
   mutable std::mutex mutex_;
   // Mutable because reading "today" after midnight must drop yesterday.
   mutable IndiaDate date_;

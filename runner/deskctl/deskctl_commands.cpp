@@ -49,6 +49,8 @@ constexpr Command kCommands[] = {
     {"refusals", "what the desk's enforcers refused lately (system calls, paths, hosts, API calls, limits), "
                  "newest last (every desk's without DESK)",
      op::kRefusals, Takes::desk_or_every_desk, print_refusals_reply, nullptr, nullptr},
+    {"metrics", "deskd's metrics in the Prometheus text format, as the web server's /metrics serves them",
+     op::kMetrics, Takes::nothing, print_metrics_reply, nullptr, nullptr},
 };
 // clang-format on
 

@@ -194,6 +194,13 @@ int print_refusals_reply(const json::object& reply) {
   return kOk;
 }
 
+int print_metrics_reply(const json::object& reply) {
+  const std::string text = shown_lines(reply, "metrics");
+  std::fputs(text.c_str(), stdout);
+  if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
+  return kOk;
+}
+
 int print_decision_reply(const json::object& reply) {
   const json::object& proposal = reply.at("proposal").as_object();
   std::printf("Proposal %s %s: %s\n", shown(proposal, "id").c_str(), shown(proposal, "status").c_str(),

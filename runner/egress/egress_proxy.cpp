@@ -237,13 +237,14 @@ std::shared_ptr<sandbox::EgressRelaySource> make_egress_proxy(asio::any_io_execu
 }
 
 Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, asio::any_io_executor executor, RefusalSink sink,
-                                 std::shared_ptr<ApiGate> gate) {
+                                 std::shared_ptr<ApiGate> gate, EgressOutcomeObserver outcomes) {
   if (spec.network != sandbox::NetworkMode::allowlist) {
     if (gate) return Error::make(ErrorCode::invalid_argument, "a desk that names APIs needs network = \"allowlist\"");
     return success();
   }
   // The builder parsed the allowlist once (SandboxSpecBuilder::apply); the proxy takes it.
   EgressSettings egress{spec.allowlist, spec.egress_limits, std::move(gate)};
+  egress.outcomes = std::move(outcomes);
   spec.egress = make_egress_proxy(std::move(executor), std::move(egress), spec.egress_names, std::move(sink));
   return success();
 }

@@ -45,6 +45,12 @@ inline constexpr std::uint64_t kRefusalReportsPerMinute = 60;
 
 class ApiGate;
 
+/// What became of a request the proxy did not refuse: connected to its destination, or the
+/// name could not be resolved or no address answered. Refusals are NETWORK_REFUSED events.
+enum class EgressOutcome { allowed, failed };
+/// Told each such outcome (deskd's metrics), on the proxy's executor; it must be quick.
+using EgressOutcomeObserver = std::function<void(EgressOutcome)>;
+
 struct EgressSettings {
   policy::EgressAllowlist allowlist;
   sandbox::EgressLimits limits{};
@@ -57,6 +63,8 @@ struct EgressSettings {
   /// A connection over the limit: how long its request head may take before it is refused
   /// without a host named.
   std::chrono::milliseconds over_limit_head_timeout{2'000};
+  /// Told what became of each request not refused; may be empty.
+  EgressOutcomeObserver outcomes{};
 };
 
 /// At most this many connections over the limit are read for their head at once; past it
@@ -78,7 +86,7 @@ std::shared_ptr<sandbox::EgressRelaySource> make_egress_proxy(boost::asio::any_i
 /// the spec holds (parsed once, by its builder), reporting to `sink`. Does nothing for the
 /// other modes.
 Result<void> attach_egress_proxy(sandbox::SandboxSpec& spec, boost::asio::any_io_executor executor, RefusalSink sink,
-                                 std::shared_ptr<ApiGate> gate = {});
+                                 std::shared_ptr<ApiGate> gate = {}, EgressOutcomeObserver outcomes = {});
 
 /// "allowlist: api.example.com, *.example.org" (or "none", "host"), for /status.
 std::string describe_network(const sandbox::SandboxSettings& settings);

@@ -286,6 +286,7 @@ awaitable<void> serve_target(ProxyShared& shared, tcp::socket& client, const Pro
   }
   const Destinations destinations = co_await resolve_and_check(shared, target);
   if (!destinations.failure.empty()) {
+    if (shared.settings.outcomes) shared.settings.outcomes(EgressOutcome::failed);
     co_await fail_or_close(client, answers, destinations.failure);
     co_return;
   }
@@ -297,9 +298,11 @@ awaitable<void> serve_target(ProxyShared& shared, tcp::socket& client, const Pro
   }
   auto upstream = co_await connect_checked(shared, destinations.allowed);
   if (!upstream) {
+    if (shared.settings.outcomes) shared.settings.outcomes(EgressOutcome::failed);
     co_await fail_or_close(client, answers, "could not connect to " + shown(target));
     co_return;
   }
+  if (shared.settings.outcomes) shared.settings.outcomes(EgressOutcome::allowed);
   if (answers == Answer::socks) co_await send_socks_reply(client, SocksReply::succeeded);
   if (answers == Answer::http && head != nullptr) {
     const std::string opening = target.tunnel ? std::string("HTTP/1.1 200 Connection established\r\n\r\n")

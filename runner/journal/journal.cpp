@@ -46,6 +46,15 @@ struct Journal::State {
   bool flushing = false;           // an fsync of `fd` runs without the lock
   std::vector<UniqueFd> retired;   // descriptors a compaction replaced during that fsync
   std::thread flusher;
+  FsyncObserver fsynced;  // set before the journal is shared, so read without the lock
+
+  // fsync(2) of `target`, timed for `fsynced`; false with errno when it failed.
+  bool timed_fsync(int target) const {
+    const auto began = std::chrono::steady_clock::now();
+    const bool synced = retry_on_eintr([&] { return ::fsync(target); }) == 0;
+    if (synced && fsynced) fsynced(std::chrono::steady_clock::now() - began);
+    return synced;
+  }
 
   ~State() {
     {
@@ -101,7 +110,7 @@ struct Journal::State {
       flushing = true;
       lock.unlock();
       Result<void> flushed = success();
-      if (retry_on_eintr([&] { return ::fsync(target); }) != 0) {
+      if (!timed_fsync(target)) {
         flushed = Error::from_errno(errno, "The journal " + quoted(path) + " could not be flushed to disk");
       }
       for (Flushed& done : batch) done(flushed);
@@ -212,11 +221,13 @@ Result<void> Journal::append(const Event& event) {
   DESKD_RETURN_IF_ERROR(state.write_in_order(std::move(line), accepted));
   // The desk acknowledges a trigger only after this returns, so the line must be on disk,
   // not only in the page cache: a crash or power cut after the reply loses no message.
-  if (accepted && retry_on_eintr([&] { return ::fsync(state.fd.get()); }) != 0) {
+  if (accepted && !state.timed_fsync(state.fd.get())) {
     return Error::from_errno(errno, "The journal " + quoted(state.path) + " could not be flushed to disk");
   }
   return success();
 }
+
+void Journal::tell_fsyncs_to(FsyncObserver observer) { state_->fsynced = std::move(observer); }
 
 void Journal::append_flushed(const Event& event, Flushed flushed) {
   std::string line = json::serialize(to_json(event));

@@ -60,6 +60,12 @@ class Journal {
   /// destroyed still flushes, and calls, every line waiting.
   void append_flushed(const Event& event, Flushed flushed);
 
+  /// Told how long each fsync of the journal's lines took (deskd's metrics), on the thread
+  /// that ran it; it must be quick.
+  using FsyncObserver = std::function<void(std::chrono::nanoseconds took)>;
+  /// Tells every later fsync to `observer`. Call it before the journal is shared.
+  void tell_fsyncs_to(FsyncObserver observer);
+
   /// How many refused lines wait to be written again.
   std::size_t held_lines() const;
 

@@ -19,6 +19,7 @@
 
 #include "e2e/daemon_fixture.h"
 #include "e2e/deskd_process.h"
+#include "e2e/serve_test_support.h"
 #include "e2e/small_internet.h"
 #include "e2e/turn_tools.h"
 
@@ -94,6 +95,10 @@ TEST_F(EgressE2eTest, AllowedNamesAreReachedByCurlPythonAndGitOverHttpAndHttps) 
   EXPECT_THAT(outcomes[5].text, HasSubstr("refs/heads/main")) << describe(outcomes[5]);
   for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.allowed()) << describe(outcome);
   EXPECT_TRUE(refusals(daemon).empty());
+  // deskd's metrics count each connection the proxy made (git may make more than one).
+  const std::string metrics = daemon.deskctl({"metrics"}).output;
+  EXPECT_GE(sample_of(metrics, "deskd_egress_requests_total{desk=\"net\",outcome=\"allowed\"}"), 6) << metrics;
+  EXPECT_EQ(sample_of(metrics, "deskd_egress_requests_total{desk=\"net\",outcome=\"refused\"}"), -1) << metrics;
   const DeskctlResult status = daemon.deskctl({"status", "net"});
   EXPECT_THAT(status.output, HasSubstr("network:        allowlist (through deskd's proxy): www.egress.test, *.svc.egress.test"));
   const DeskctlResult answered = daemon.deskctl({"ask", "net", "/status"});
@@ -126,6 +131,13 @@ TEST_F(EgressE2eTest, ANameNotOnTheListIsRefusedWithA403AndAnEvent) {
       << describe(outcomes[0]);
   const DeskctlResult listed = daemon.deskctl({"refusals", "net"});
   EXPECT_THAT(listed.output, HasSubstr("refused by egress: other.egress.test:80 \u2014 not in allowed_hosts"));
+  const std::string metrics = daemon.deskctl({"metrics"}).output;
+  EXPECT_EQ(sample_of(metrics, "deskd_egress_requests_total{desk=\"net\",outcome=\"refused\"}"), 3) << metrics;
+  // REFUSED folds the second refusal of port 80 into a record its 10 s fold window ends
+  // with: 2 until then (3 on a machine slow enough to end the window during the turn).
+  const double refused_records = sample_of(metrics, "deskd_refusals_total{desk=\"net\",enforcer=\"egress\"}");
+  EXPECT_GE(refused_records, 2) << metrics;
+  EXPECT_LE(refused_records, 3) << metrics;
 }
 
 TEST_F(EgressE2eTest, AnAllowedNameResolvingToAPrivateLoopbackOrMetadataAddressIsRefused) {

@@ -58,6 +58,15 @@ inline std::size_t find_event(const std::vector<json::object>& events,
   return events.size();
 }
 
+// The value of the one sample line `series` (name and labels, exactly) of Prometheus text
+// (`deskctl metrics`), or -1 when there is none.
+inline double sample_of(const std::string& text, const std::string& series) {
+  const std::string start = "\n" + series + " ";
+  const std::size_t at = text.find(start);
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + start.size(), text.find('\n', at + start.size()) - at - start.size()));
+}
+
 class ServeE2eTest : public ::testing::Test {
  protected:
   static void start(ServeDaemon& daemon, const std::vector<std::string>& environment = {}) {

@@ -104,6 +104,7 @@ class FakeService final : public ControlService {
     approval.expires_in_seconds = 60;
     return approval;
   }
+  std::string metrics_text() override { return "# HELP deskd_test A test.\n# TYPE deskd_test gauge\ndeskd_test 1\n"; }
   std::shared_ptr<desk::EventSubscription> subscribe() override { return bus.subscribe(executor_, 64); }
   EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
                               std::size_t maximum_bytes) const override {
