@@ -115,13 +115,14 @@ constexpr RunnerKey kRunnerKeys[] = {
     {"max_clients", true, runner_field_differs<&RunnerConfig::max_clients>},
     {"require_user_namespace", true, runner_field_differs<&RunnerConfig::require_user_namespace>},
     // The web page's listeners are bound once, at start, with their certificate.
-    {"web_socket", true, runner_field_differs<&RunnerConfig::web_socket_path>},
-    {"web_listen", true,
+    // As written: a changed socket moves the default web socket, and that is the socket's row.
+    {"web_socket", true, runner_field_differs<&RunnerConfig::web_socket>},
+    // The TCP listener and its certificate, read and checked as one.
+    {"web_listen/web_tls_cert/web_tls_key", true,
      [](const RunnerConfig& now, const RunnerConfig& next) {
-       return now.web_listen_host != next.web_listen_host || now.web_listen_port != next.web_listen_port;
+       return now.web_listen_host != next.web_listen_host || now.web_listen_port != next.web_listen_port ||
+              now.web_tls_cert != next.web_tls_cert || now.web_tls_key != next.web_tls_key;
      }},
-    {"web_tls_cert", true, runner_field_differs<&RunnerConfig::web_tls_cert>},
-    {"web_tls_key", true, runner_field_differs<&RunnerConfig::web_tls_key>},
     {"desk_uid_first/desk_uid_count", true,
      [](const RunnerConfig& now, const RunnerConfig& next) {
        return now.desk_uid_first != next.desk_uid_first || now.desk_uid_count != next.desk_uid_count;

@@ -70,8 +70,10 @@ struct RunnerConfig {
   /// Refuse to start unless deskd itself runs in a user namespace other than the host's
   /// (a pod with hostUsers: false, a rootless container): the check Kubernetes does not make.
   bool require_user_namespace = false;
-  /// The web page's Unix socket ([runner] web_socket; docs/WEB.md); empty: none. Unset, it
-  /// is web.sock beside the control socket.
+  /// [runner] web_socket as written (docs/WEB.md): none when absent, empty when "" (off).
+  std::optional<std::filesystem::path> web_socket;
+  /// The web page's Unix socket in effect: web_socket, or web.sock beside the control
+  /// socket when it is absent; empty: none.
   std::filesystem::path web_socket_path;
   /// The web page's TCP address ([runner] web_listen): an IP address and port; the host
   /// empty: no TCP listener.

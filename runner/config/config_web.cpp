@@ -51,6 +51,7 @@ void read_runner_web(TableReader& reader, RunnerConfig& runner, LoadContext& con
   if (socket_node == nullptr) {
     runner.web_socket_path = runner.socket_path.parent_path() / "web.sock";
   } else if (const auto* text = socket_node->as_string(); text != nullptr && text->get().empty()) {
+    runner.web_socket = std::filesystem::path();
     runner.web_socket_path.clear();
   } else if (auto socket = reader.path("web_socket", "deskd's web socket")) {
     if (socket->path.native().size() > kMaximumSocketPathBytes) {
@@ -61,11 +62,14 @@ void read_runner_web(TableReader& reader, RunnerConfig& runner, LoadContext& con
     if (socket->path == runner.socket_path) {
       context.problems.add(socket->position, "'web_socket' must not be the control socket's path");
     }
+    runner.web_socket = socket->path;
     runner.web_socket_path = socket->path;
   }
   if (!runner.web_socket_path.empty()) {
+    // Hidden from every desk. A named one must lie in no desk folder, as the control socket
+    // must; the default lies beside that socket, which the check already covers.
     PlacedPath hidden{runner.web_socket_path, reader.position(), "deskd's web socket"};
-    hidden.socket = true;
+    hidden.socket = runner.web_socket.has_value();
     context.daemon_paths.push_back(std::move(hidden));
   }
 
