@@ -130,14 +130,16 @@ class WebConnection final : public WebConnectionBase, public std::enable_shared_
   asio::awaitable<void> refuse_unreadable(const boost::system::error_code& error) {
     if (closed_) co_return;
     if (error == http::error::header_limit) {
-      state_->warn("web: refused a request whose headers were over " + std::to_string(kMaximumHeaderBytes) + " bytes");
+      state_->warn("web bad request",
+                   "web: refused a request whose headers were over " + std::to_string(kMaximumHeaderBytes) + " bytes");
       co_await write_response(make_error_reply(http::status::request_header_fields_too_large,
                                                "The request line and headers are over 16 KiB."));
     } else if (error == http::error::body_limit) {
-      state_->warn("web: refused a request whose body was over " + std::to_string(kMaximumBodyBytes) + " bytes");
+      state_->warn("web bad request",
+                   "web: refused a request whose body was over " + std::to_string(kMaximumBodyBytes) + " bytes");
       co_await write_response(make_error_reply(http::status::payload_too_large, "The request body is over 1 MiB."));
     } else if (!client_left(error)) {
-      state_->warn("web: a request that is not HTTP: " + error.message());
+      state_->warn("web bad request", "web: a request that is not HTTP: " + error.message());
       co_await write_response(make_error_reply(http::status::bad_request, "This is not an HTTP/1.1 request."));
     }
   }
@@ -156,7 +158,7 @@ class WebConnection final : public WebConnectionBase, public std::enable_shared_
       identity = identify_tcp(request, *state_->logins, state_->operator_caller);
       if (!identity) {
         // The path only: a query could hold a secret.
-        state_->warn("web: refused a request for " + std::string(path) + " without a valid login");
+        state_->warn("web no login", "web: refused a request for " + std::string(path) + " without a valid login");
         WebResponse refused = make_reply(request, http::status::unauthorized,
                                          "Log in with the link `deskctl web-url` prints, or send Authorization: "
                                          "Bearer and the contents of web.token.\n");
@@ -168,7 +170,7 @@ class WebConnection final : public WebConnectionBase, public std::enable_shared_
       if (method != http::verb::post) co_return co_await write_response(method_not_allowed(request, "POST"));
       if (const std::string refusal = csrf_refusal(request, *identity, own_origin(request, listener_));
           !refusal.empty()) {
-        state_->warn("web: refused a POST from " + identity->caller.sender + ": " + refusal);
+        state_->warn("web refused post", "web: refused a POST from " + identity->caller.sender + ": " + refusal);
         co_return co_await write_response(make_reply(request, http::status::forbidden, refusal + "\n"));
       }
       std::string reply = co_await answer_op(request.body(), identity->caller);

@@ -22,8 +22,8 @@ namespace {
 // How long the accept loops wait when deskd is out of descriptors.
 constexpr std::chrono::milliseconds kWebAcceptBackoff{100};
 
-void report_web_escape(const WebServer::State& state, std::exception_ptr escaped) {
-  if (escaped) state.warn("web: a connection failed: " + describe_exception(escaped));
+void report_web_escape(WebServer::State& state, std::exception_ptr escaped) {
+  if (escaped) state.warn("web connection failed", "web: a connection failed: " + describe_exception(escaped));
 }
 
 // Answers a Unix-socket connection that gets no place, then closes it. Detached: it catches
@@ -66,7 +66,7 @@ asio::awaitable<void> accept_unix(std::shared_ptr<WebServer::State> state) {
     auto [error, socket] = co_await state->unix_acceptor.async_accept(kAwait);
     if (error) {
       if (state->closed || error == asio::error::operation_aborted) break;
-      state->warn("web: accepting a connection failed: " + error.message());
+      state->warn("web accept failed", "web: accepting a connection failed: " + error.message());
       backoff.expires_after(kWebAcceptBackoff);
       co_await backoff.async_wait(kAwait);
       continue;
@@ -74,7 +74,7 @@ asio::awaitable<void> accept_unix(std::shared_ptr<WebServer::State> state) {
     auto peer = control::peer_credentials(socket.native_handle());
     if (!peer.ok() || !state->settings.policy.allows(*peer)) {
       const std::string who = peer.ok() ? control::PeerPolicy::describe(*peer) : std::string("an unknown peer");
-      state->warn("web: refused a connection from " + who);
+      state->warn("web refused peer", "web: refused a connection from " + who);
       // Detached: turn_away_unix cannot throw.
       asio::co_spawn(
           state->executor,
@@ -83,7 +83,8 @@ asio::awaitable<void> accept_unix(std::shared_ptr<WebServer::State> state) {
       continue;
     }
     if (state->live_connections() >= state->settings.max_clients) {
-      state->warn("web: refused a connection: " + std::to_string(state->settings.max_clients) + " are open");
+      state->warn("web too many clients",
+                  "web: refused a connection: " + std::to_string(state->settings.max_clients) + " are open");
       asio::co_spawn(state->executor,
                      turn_away_unix(std::move(socket), http::status::service_unavailable,
                                     "deskd serves as many web clients as it may; try again later."),
@@ -102,14 +103,15 @@ asio::awaitable<void> accept_tcp(std::shared_ptr<WebServer::State> state) {
     auto [error, socket] = co_await state->tcp_acceptor.async_accept(kAwait);
     if (error) {
       if (state->closed || error == asio::error::operation_aborted) break;
-      state->warn("web: accepting a connection failed: " + error.message());
+      state->warn("web accept failed", "web: accepting a connection failed: " + error.message());
       backoff.expires_after(kWebAcceptBackoff);
       co_await backoff.async_wait(kAwait);
       continue;
     }
     // No place: closed at once (a TLS client could not read a plain answer anyway).
     if (state->live_connections() >= state->settings.max_clients) {
-      state->warn("web: refused a connection: " + std::to_string(state->settings.max_clients) + " are open");
+      state->warn("web too many clients",
+                  "web: refused a connection: " + std::to_string(state->settings.max_clients) + " are open");
       continue;
     }
     start_tcp_connection(state, std::move(socket));
@@ -127,6 +129,7 @@ WebServer::State::State(asio::any_io_executor executor_, WebServerSettings setti
       unix_acceptor(executor_),
       tcp_acceptor(executor_),
       operator_caller{control::PeerPolicy::describe(control::PeerCredentials{0, ::geteuid(), ::getegid()}), true},
+      log(executor_, settings.warn),
       accepting(executor_, [this](std::exception_ptr escaped) { report_web_escape(*this, escaped); }),
       serving(executor_, [this](std::exception_ptr escaped) { report_web_escape(*this, escaped); }) {}
 
@@ -138,9 +141,7 @@ std::size_t WebServer::State::live_connections() {
   return connections.size();
 }
 
-void WebServer::State::warn(const std::string& text) const {
-  if (settings.warn) settings.warn(text);
-}
+void WebServer::State::warn(std::string_view key, const std::string& text) { log.warn(key, text); }
 
 Result<std::unique_ptr<WebServer>> WebServer::open(asio::any_io_executor executor, WebServerSettings settings,
                                                    control::ControlService& service,
@@ -198,6 +199,7 @@ void WebServer::close() {
     if (auto connection = weak.lock()) connection->close();
   }
   state_->connections.clear();
+  state_->log.flush();
 }
 
 std::string WebServer::tcp_origin() const {

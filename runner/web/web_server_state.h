@@ -12,6 +12,7 @@
 
 #include "base/task_group.h"
 #include "runner/control/control_dispatch.h"
+#include "runner/control/log_limiter.h"
 #include "runner/web/web_http.h"
 #include "runner/web/web_server.h"
 
@@ -41,6 +42,9 @@ struct WebServer::State {
   control::ControlCaller operator_caller;
   /// The Unix socket's CSRF value: its peers were checked at accept, one value serves them all.
   std::string unix_csrf;
+  /// Warnings, a few a second of each kind: a client that sends thousands of bad requests
+  /// does not flood the log.
+  control::RateLimitedLog log;
   std::list<std::weak_ptr<WebConnectionBase>> connections;
   TaskGroup accepting;
   TaskGroup serving;
@@ -48,7 +52,8 @@ struct WebServer::State {
   bool socket_created = false;
 
   std::size_t live_connections();
-  void warn(const std::string& text) const;
+  /// Logs `text` (never a secret) under the kind `key`, rate-limited.
+  void warn(std::string_view key, const std::string& text);
 };
 
 /// Serves one Unix-socket connection whose peer is `caller` (already checked).
