@@ -37,7 +37,8 @@ namespace {
 
 constexpr const char* kServeDescription =
     "Runs every desk of FILE on one event loop and serves deskctl on the control socket\n"
-    "named by [runner] socket. Logs go to stderr (journald keeps them under systemd).\n"
+    "named by [runner] socket, and the web page on [runner] web_socket and web_listen\n"
+    "(docs/WEB.md). Logs go to stderr (journald keeps them under systemd).\n"
     "The socket serves at once; desks start beside it, two at a time (deskctl desks\n"
     "shows them \"starting\"; a message sent to one waits until it runs). Tells systemd\n"
     "READY=1 once the socket serves, STATUS= how many desks run and which are kept stopped,\n"
