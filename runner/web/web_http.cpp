@@ -33,7 +33,7 @@ bool lists_token(std::string_view value, std::string_view token) {
   return false;
 }
 
-std::string_view header(const WebRequest& request, std::string_view name) {
+std::string_view request_header_value(const WebRequest& request, std::string_view name) {
   const auto found = request.find(name);
   return found == request.end() ? std::string_view() : std::string_view(found->value().data(), found->value().size());
 }
@@ -112,7 +112,7 @@ std::optional<std::string> cookie_value(const WebRequest& request, std::string_v
 
 std::optional<WebIdentity> identify_tcp(const WebRequest& request, WebLogins& logins,
                                         const control::ControlCaller& operator_caller) {
-  const std::string_view authorization = header(request, "Authorization");
+  const std::string_view authorization = request_header_value(request, "Authorization");
   constexpr std::string_view kBearer = "Bearer ";
   if (!authorization.empty()) {
     // A wrong token is refused even when a good cookie comes with it: the client meant the token.
@@ -133,22 +133,22 @@ std::optional<WebIdentity> identify_tcp(const WebRequest& request, WebLogins& lo
 }
 
 std::string own_origin(const WebRequest& request, const WebListener& listener) {
-  return std::string(listener.tls ? "https://" : "http://") + std::string(header(request, "Host"));
+  return std::string(listener.tls ? "https://" : "http://") + std::string(request_header_value(request, "Host"));
 }
 
 std::string csrf_refusal(const WebRequest& request, const WebIdentity& identity, std::string_view origin) {
-  std::string_view type = header(request, "Content-Type");
+  std::string_view type = request_header_value(request, "Content-Type");
   type = type.substr(0, type.find(';'));
   while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
   if (!equals_ignoring_case(type, "application/json")) return "A POST must carry Content-Type: application/json.";
-  if (equals_ignoring_case(header(request, "Sec-Fetch-Site"), "cross-site")) {
+  if (equals_ignoring_case(request_header_value(request, "Sec-Fetch-Site"), "cross-site")) {
     return "A cross-site request is refused.";
   }
-  if (request.find("Origin") != request.end() && header(request, "Origin") != origin) {
+  if (request.find("Origin") != request.end() && request_header_value(request, "Origin") != origin) {
     return "A request from another origin is refused.";
   }
   if (identity.bearer) return "";
-  const std::string_view presented = header(request, kCsrfHeader);
+  const std::string_view presented = request_header_value(request, kCsrfHeader);
   if (identity.csrf.empty() || !same_secret(presented, identity.csrf)) {
     return "A POST must carry the session's X-Deskd-Csrf (from GET /api/session).";
   }
@@ -164,14 +164,14 @@ WebResponse asset_reply(const WebRequest& request, std::string_view name) {
   response.set(http::field::etag, asset->etag);
   response.set(http::field::vary, "Accept-Encoding");
   response.keep_alive(request.keep_alive());
-  const std::string_view match = header(request, "If-None-Match");
+  const std::string_view match = request_header_value(request, "If-None-Match");
   if (!match.empty() && match.find(asset->etag) != std::string_view::npos) {
     response.result(http::status::not_modified);
     return response;
   }
   response.set(http::field::content_type, asset->content_type);
   std::span<const unsigned char> bytes = asset->plain;
-  if (lists_token(header(request, "Accept-Encoding"), "gzip")) {
+  if (lists_token(request_header_value(request, "Accept-Encoding"), "gzip")) {
     response.set(http::field::content_encoding, "gzip");
     bytes = asset->gzip;
   }
