@@ -22,6 +22,7 @@
 #include "runner/config/state_folder_check.h"
 #include "runner/control/control_server.h"
 #include "runner/daemon/daemon.h"
+#include "runner/daemon/daemon_web.h"
 #include "runner/daemon/deskd_log.h"
 #include "runner/events/event_kinds.h"
 #include "sandbox/own_user_namespace.h"
@@ -36,7 +37,8 @@ namespace {
 
 constexpr const char* kServeDescription =
     "Runs every desk of FILE on one event loop and serves deskctl on the control socket\n"
-    "named by [runner] socket. Logs go to stderr (journald keeps them under systemd).\n"
+    "named by [runner] socket, and the web page on [runner] web_socket and web_listen\n"
+    "(docs/WEB.md). Logs go to stderr (journald keeps them under systemd).\n"
     "The socket serves at once; desks start beside it, two at a time (deskctl desks\n"
     "shows them \"starting\"; a message sent to one waits until it runs). Tells systemd\n"
     "READY=1 once the socket serves, STATUS= how many desks run and which are kept stopped,\n"
@@ -206,6 +208,7 @@ int serve(const std::filesystem::path& config_path) {
     return 1;
   }
   const std::filesystem::path socket_path = config.runner.socket_path;
+  const RunnerConfig runner = config.runner;
   Daemon daemon(io.get_executor(), std::move(config), clock,
                 DaemonLog{[log](LogLevel level, const std::string& text, const LogFields& fields) {
                             log->write(level, text, fields);
@@ -225,6 +228,17 @@ int serve(const std::filesystem::path& config_path) {
   }
   // Asked at each scrape, on the loop; the server outlives the loop's run.
   daemon.count_control_clients_with([&control_server = **server] { return control_server.connection_count(); });
+  // The web page beside it (docs/WEB.md), with the same peers; deskd does not start without
+  // the page its config asks for.
+  auto web_server = open_daemon_web(io.get_executor(), runner, daemon, clock,
+                                    DaemonWebParts{control::PeerPolicy(::geteuid(), allowed_uids, allowed_groups),
+                                                   socket_group, [log](const std::string& text) { log->warn(text); },
+                                                   DESKD_VERSION,
+                                                   [&daemon] { return daemon.metrics_text(); }});
+  if (!web_server.ok()) {
+    log->error(web_server.error().what + " deskd does not start.");
+    return 1;
+  }
   // deskd's own coroutines: none is left to end unseen. They end with the loop (io.stop()
   // once the daemon and the socket have stopped), so the group is never awaited.
   TaskGroup serving(io.get_executor(), [log](std::exception_ptr escaped) {
@@ -234,6 +248,12 @@ int serve(const std::filesystem::path& config_path) {
   // The socket serves from here on, while the desks start beside it: `deskctl desks` shows
   // them "starting", and what is sent to one waits until it runs.
   serving.spawn((*server)->run());
+  if (*web_server) {
+    serving.spawn((*web_server)->run());
+    const std::string origin = (*web_server)->tcp_origin();
+    log->info(fmt::format("deskd serves its web page on {}{}{}", runner.web_socket_path.native(),
+                          !runner.web_socket_path.empty() && !origin.empty() ? " and " : "", origin));
+  }
   daemon.start([&daemon, log, socket_path](std::size_t started) {
     log->info(fmt::format("deskd serving {} of {} desks on {}", started, daemon.desks().size(), socket_path.native()));
     notify_systemd(("STATUS=" + daemon.status_line()).c_str());
@@ -256,6 +276,10 @@ int serve(const std::filesystem::path& config_path) {
     try {
       co_await daemon.stop(grace);
       co_await (*server)->stop(std::chrono::seconds(1));
+      if (*web_server) {
+        daemon.attach_web(nullptr);
+        (*web_server)->close();
+      }
       stopped_cleanly = true;
       log->info("deskd stopped");
     } catch (const std::exception& error) {

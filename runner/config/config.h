@@ -70,6 +70,18 @@ struct RunnerConfig {
   /// Refuse to start unless deskd itself runs in a user namespace other than the host's
   /// (a pod with hostUsers: false, a rootless container): the check Kubernetes does not make.
   bool require_user_namespace = false;
+  /// [runner] web_socket as written (docs/WEB.md): none when absent, empty when "" (off).
+  std::optional<std::filesystem::path> web_socket;
+  /// The web page's Unix socket in effect: web_socket, or web.sock beside the control
+  /// socket when it is absent; empty: none.
+  std::filesystem::path web_socket_path;
+  /// The web page's TCP address ([runner] web_listen): an IP address and port; the host
+  /// empty: no TCP listener.
+  std::string web_listen_host;
+  std::uint16_t web_listen_port = 0;
+  /// PEM certificate chain and key for TLS on web_listen; required unless it is loopback.
+  std::filesystem::path web_tls_cert;
+  std::filesystem::path web_tls_key;
 
   bool operator==(const RunnerConfig&) const = default;
 };

@@ -34,6 +34,10 @@ namespace deskd::desk {
 class LandlockAuditReader;
 }
 
+namespace deskd::web {
+class WebServer;
+}
+
 namespace deskd::app {
 
 struct AssembledDesk;
@@ -93,6 +97,9 @@ class Daemon final : public control::ControlService {
   void reload(const std::string& who, std::function<void(Result<control::ReloadOutcome>)> done) override;
 
   desk::EventBus& bus() { return bus_; }
+  /// The web page's server (daemon_web.h), which the web_url op asks for login links; null
+  /// detaches it. The server must outlive the daemon's use of it (deskd serve closes both).
+  void attach_web(web::WebServer* server) { web_server_ = server; }
 
   /// Every metric of deskd in the Prometheus text format (runner/metrics/prometheus_text.h),
   /// with the desks' states and queues and deskd's memory and descriptors as they are now:
@@ -120,6 +127,8 @@ class Daemon final : public control::ControlService {
               std::function<void(Result<control::LedgerReading>)> done) override;
   Result<desk::BudgetStatus> budget(const std::string& desk, std::optional<double> add_usd,
                                     const std::string& who) override;
+  /// A one-time login link from the web server attach_web() gave; refused without one.
+  Result<control::WebLoginLink> web_url() override;
   std::shared_ptr<desk::EventSubscription> subscribe() override;
   control::EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
                                        std::size_t maximum_bytes) const override;
@@ -184,6 +193,7 @@ class Daemon final : public control::ControlService {
   // trackers tell it what they measure: it goes after all of them.
   metrics::DeskdMetrics metrics_;
   std::function<std::size_t()> control_clients_;
+  web::WebServer* web_server_ = nullptr;  // attach_web's; the web_url op asks it
   desk::EventBus bus_;
   control::EventHistory history_;
   // A root deskd's reader of Landlock's audit records, shared by every desk's refusal

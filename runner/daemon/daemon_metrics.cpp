@@ -4,6 +4,7 @@
 #include "runner/daemon/daemon.h"
 #include "runner/daemon/daemon_slot.h"
 #include "runner/daemon/desk_assembly.h"
+#include "runner/web/web_server.h"
 
 namespace deskd::app {
 
@@ -42,6 +43,7 @@ std::string Daemon::metrics_text() {
     samples.push_back(std::move(sample));
   }
   if (control_clients_) metrics_.set_control_clients(control_clients_());
+  if (web_server_ != nullptr) metrics_.set_web_clients(web_server_->connection_count());
   return metrics_.render(samples);
 }
 

@@ -51,6 +51,9 @@ constexpr Command kCommands[] = {
      op::kRefusals, Takes::desk_or_every_desk, print_refusals_reply, nullptr, nullptr},
     {"metrics", "deskd's metrics in the Prometheus text format, as the web server's /metrics serves them",
      op::kMetrics, Takes::nothing, print_metrics_reply, nullptr, nullptr},
+    {"web-url", "a one-time login link for deskd's web page on [runner] web_listen, good for one login within "
+                "5 minutes (only root and deskd's own user may ask)",
+     op::kWebUrl, Takes::nothing, print_web_url_reply, nullptr, nullptr},
 };
 // clang-format on
 

@@ -60,6 +60,11 @@ const std::map<std::string, std::string> kChangedValues = {
     {"require_user_namespace", "require_user_namespace = true"},
     {"desk_uid_first", "desk_uid_first = 1879113728"},
     {"desk_uid_count", "desk_uid_count = 1000"},
+    {"web_socket", "web_socket = \"state/page.sock\""},
+    {"web_listen", "web_listen = \"127.0.0.1:8080\""},
+    // The certificate and key go together, and only with web_listen: one row.
+    {"web_tls_cert", "web_listen = \"127.0.0.1:8080\"\nweb_tls_cert = \"cert.pem\"\nweb_tls_key = \"key.pem\""},
+    {"web_tls_key", "web_listen = \"127.0.0.1:8080\"\nweb_tls_cert = \"c.pem\"\nweb_tls_key = \"k.pem\""},
 };
 
 TEST(RunnerKeysTest, TheTableHoldsEveryKeyTheManPageDocuments) {

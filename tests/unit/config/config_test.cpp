@@ -147,10 +147,10 @@ text = "Check the pre-open book."
   EXPECT_EQ(desk.catch_up_window, std::chrono::minutes(15));
   EXPECT_EQ(desk.skills_folder, root_ / "skills");
   EXPECT_EQ(desk.market_holidays, root_ / "holidays.txt");
-  // Its own, [sandbox]'s, then the daemon's: state folder, socket, API key file.
+  // Its own, [sandbox]'s, then the daemon's: state folder, socket, web socket, API key file.
   EXPECT_EQ(desk.hidden_paths, (std::vector<fs::path>{root_ / "desks/alpha/secrets", "/etc/deskd-test-secrets",
                                                       root_ / "state", root_ / "state/deskd.sock",
-                                                      root_ / "api.key"}));
+                                                      root_ / "state/web.sock", root_ / "api.key"}));
   EXPECT_EQ(desk.sandbox.network, sandbox::NetworkMode::host);
   EXPECT_EQ(desk.model.model, "claude-sonnet-4-5");
   ASSERT_EQ(desk.schedules.size(), 1u);
@@ -195,7 +195,8 @@ TEST_F(ConfigTest, WhatTheFileLeavesOutKeepsItsDefault) {
   EXPECT_FALSE(desk.market_holidays);
   EXPECT_THAT(desk.schedules, IsEmpty());
   // The default state folder and socket are hidden like written ones.
-  EXPECT_EQ(desk.hidden_paths, (std::vector<fs::path>{"/var/lib/deskd", "/run/deskd/deskd.sock"}));
+  EXPECT_EQ(desk.hidden_paths, (std::vector<fs::path>{"/var/lib/deskd", "/run/deskd/deskd.sock",
+                                   "/run/deskd/web.sock"}));
 }
 
 TEST_F(ConfigTest, DiskQuotaNoneIsTheOneWayToADeskWithoutAQuota) {
@@ -311,7 +312,8 @@ directory = "desks/beta"
   // view), so it needs no mask (DesksAreStrangersByDefault has the full view's).
   EXPECT_EQ(alpha.hidden_paths,
             (std::vector<fs::path>{"/srv/alpha-secret", "/srv/shared-secret", "/srv/alpha-sandbox-secret",
-                                   "/var/lib/deskd", "/run/deskd/deskd.sock"}));
+                                   "/var/lib/deskd", "/run/deskd/deskd.sock",
+                                   "/run/deskd/web.sock"}));
   EXPECT_FALSE(in_sight(alpha, root_ / "desks/beta"));
 
   const DeskConfig& beta = config.desks[1];
@@ -320,7 +322,8 @@ directory = "desks/beta"
   EXPECT_EQ(beta.sandbox.memory_bytes, std::uint64_t{1024} << 20);
   EXPECT_EQ(beta.sandbox.environment_variables, (std::vector<std::string>{"LANG"}));
   // Alpha's folder and alpha's own hidden paths are out of beta's sight too.
-  EXPECT_EQ(beta.hidden_paths, (std::vector<fs::path>{"/srv/shared-secret", "/var/lib/deskd", "/run/deskd/deskd.sock"}));
+  EXPECT_EQ(beta.hidden_paths, (std::vector<fs::path>{"/srv/shared-secret", "/var/lib/deskd", "/run/deskd/deskd.sock",
+                                   "/run/deskd/web.sock"}));
   // The defaults themselves are left as written.
   EXPECT_EQ(config.model.model, "base");
   EXPECT_EQ(config.sandbox.memory_bytes, std::uint64_t{1024} << 20);

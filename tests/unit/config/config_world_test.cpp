@@ -228,10 +228,11 @@ hidden_paths = ["/srv/beta-secret", "desks/beta/keys"]
   const DeskConfig& beta = config.desks[1];
   EXPECT_EQ(alpha.hidden_paths,
             (std::vector<fs::path>{"/srv/alpha-secret", "/var/lib/deskd", "/run/deskd/deskd.sock",
-                                   root_ / "desks/beta", "/srv/beta-secret", root_ / "desks/beta/keys"}));
+                                   "/run/deskd/web.sock", root_ / "desks/beta", "/srv/beta-secret", root_ / "desks/beta/keys"}));
   EXPECT_EQ(beta.hidden_paths,
             (std::vector<fs::path>{"/srv/beta-secret", root_ / "desks/beta/keys", "/var/lib/deskd",
-                                   "/run/deskd/deskd.sock"}));
+                                   "/run/deskd/deskd.sock",
+                                   "/run/deskd/web.sock"}));
   EXPECT_FALSE(in_sight(beta, root_ / "desks/alpha"));
   EXPECT_FALSE(in_sight(beta, "/srv/alpha-secret"));
   EXPECT_THAT(alpha.readable_desks, IsEmpty());

@@ -105,6 +105,7 @@ class FakeService final : public ControlService {
     return approval;
   }
   std::string metrics_text() override { return "# HELP deskd_test A test.\n# TYPE deskd_test gauge\ndeskd_test 1\n"; }
+  Result<WebLoginLink> web_url() override { return WebLoginLink{"http://127.0.0.1:1/login?token=code", 300}; }
   std::shared_ptr<desk::EventSubscription> subscribe() override { return bus.subscribe(executor_, 64); }
   EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
                               std::size_t maximum_bytes) const override {
