@@ -69,8 +69,8 @@ export async function deskView(main, name) {
     el('div', { class: 'buttons' },
       el('button', { type: 'submit', class: 'primary' }, 'Send'),
       button('Stop', () => send('/stop'), 'stop'),
-      button('Pause', () => send('/pause')),
-      button('Resume', () => send('/resume'))));
+      button('Pause', () => send('/pause'), 'pause'),
+      button('Resume', () => send('/resume'), 'resume')));
   form.addEventListener('submit', async (submitted) => {
     submitted.preventDefault();
     const text = message.value;
