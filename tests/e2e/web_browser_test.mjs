@@ -79,9 +79,10 @@ async function sendFromDeskPage(message) {
   return /trigger (\S+)/.exec(await text('.sent'))[1];
 }
 
-test('without a login the page asks for one, and the link from deskctl web-url logs in', async () => {
-  await page.goto(serve.origin, { waitUntil: 'domcontentloaded' });
-  await waitForText('main', 'deskctl web-url');
+test('without a login deskd serves nothing over TCP, and the link from deskctl web-url logs in', async () => {
+  const refused = await page.goto(serve.origin, { waitUntil: 'domcontentloaded' });
+  assert.equal(refused.status(), 401);
+  assert.equal(await page.$('#view'), null, 'the page was served without a login');
   await page.goto(await serve.loginUrl(), { waitUntil: 'domcontentloaded' });
   assert.equal(new URL(page.url()).pathname, '/');
   const cookies = await browser.defaultBrowserContext().cookies();
@@ -171,7 +172,7 @@ test('the other pages draw, and the page ran clean under its Content-Security-Po
   await page.goto(`${serve.origin}/#/spend`, { waitUntil: 'domcontentloaded' });
   await page.waitForSelector('svg.chart rect.bar', { timeout: 10000 });
   await page.screenshot({ path: join(screenshots, 'spend.png'), fullPage: true });
-  // Only the logged-out visit's 401 for /api/session (and the browser's console line for it).
+  // Only the logged-out visit's 401 (and the browser's console line for it).
   const unexpected = problems.filter((problem) => !/401/.test(problem));
   assert.deepEqual(unexpected, []);
 });

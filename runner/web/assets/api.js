@@ -54,7 +54,8 @@ export function follow({ desk = '', replay = false, onEvent, onDropped = () => {
   const query = new URLSearchParams();
   if (desk) query.set('desk', desk);
   if (replay) query.set('replay', '1');
-  const source = new EventSource(`/api/events${query.size ? `?${query}` : ''}`);
+  const search = query.toString();
+  const source = new EventSource(`/api/events${search ? `?${search}` : ''}`);
   source.addEventListener('event', (message) => {
     let event;
     try {

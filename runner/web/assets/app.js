@@ -21,8 +21,17 @@ export function tell(sentence) {
   problem.textContent = sentence || '';
 }
 
+// A hash a person typed may hold a lone % that decodeURIComponent refuses: it is the overview then.
+function decodedHash() {
+  try {
+    return decodeURIComponent(location.hash.replace(/^#/, '')) || '/';
+  } catch {
+    return '/';
+  }
+}
+
 function route() {
-  const path = decodeURIComponent(location.hash.replace(/^#/, '')) || '/';
+  const path = decodedHash();
   const desk = /^\/desk\/(.+)$/.exec(path);
   if (desk) return { name: 'overview', view: (into) => deskView(into, desk[1]) };
   switch (path) {

@@ -23,7 +23,8 @@ export function binary(variable) {
 
 /** Imports puppeteer-core from where scripts/setup installed it; a missing or stale install throws. */
 export async function importPuppeteer() {
-  const folder = process.env.DESKD_WEB_BROWSER_PACKAGES ?? '/var/tmp/deskd-npm/web_browser';
+  // Where scripts/setup put them: ${DESKD_NPM_DIR:-/var/tmp/deskd-npm}/web_browser.
+  const folder = join(process.env.DESKD_NPM_DIR ?? '/var/tmp/deskd-npm', 'web_browser');
   const stamp = join(folder, '.installed');
   if (!existsSync(stamp)) throw new Error(`puppeteer-core is not installed in ${folder}: run scripts/setup test`);
   const expected = createHash('sha256')
