@@ -2,16 +2,19 @@
 // puppeteer-core (pinned by web_browser/package-lock.json, installed by scripts/setup test;
 // no browser is ever downloaded) against a real `deskd serve` with two desks on the script
 // model, logged in over loopback TCP with the link `deskctl web-url` prints. It watches a
-// turn stream to its end, steers it, accepts a proposal and sees the file change, and finds
-// a desk's <script> and <img onerror> output shown as text with nothing run. Screenshots of
-// the overview and a desk page go to DESKD_WEB_SCREENSHOTS (ctest: the build's
-// tests/e2e/web_screenshots/).
+// turn stream to its end, steers it, accepts a proposal and sees the file change, reads the
+// journal by kind, pauses and resumes a desk, approves a call the API gate held (to a broker
+// of its own, web_browser/gated_api.mjs) and sees it reach the API with the key put in, and
+// finds a desk's <script> and <img onerror> output shown as text with nothing run.
+// Screenshots of the overview, a desk, the decisions and the spend page go to
+// DESKD_WEB_SCREENSHOTS (ctest: the build's tests/e2e/web_screenshots/).
 
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
+import { BROKER_KEY, startBroker } from './web_browser/gated_api.mjs';
 import { importPuppeteer, startServe } from './web_browser/serve_harness.mjs';
 
 const STEERING = 'also look at the README, please';
@@ -25,18 +28,24 @@ const line = (turn) => `${JSON.stringify(turn)}\n`;
 // alpha: a turn whose tool runs long enough to be steered, then a proposal to plan.md.
 const ALPHA = line({ steps: [step('reading the plan', bash('echo started; sleep 4; echo slept')), step('the plan is read')] }) +
   line({ steps: [step('', { name: 'propose_file_change', input: { path: 'plan.md', content: 'plan v2\n', reason: 'a tighter plan' } }), step('proposed')] });
-// beta: model text and tool output that are markup.
-const BETA = line({ steps: [step(`here it is: ${HOSTILE}`, bash(`printf '%s\\n' '${HOSTILE.replaceAll("'", "'\\''")}'`)), step('printed')] });
+// beta: model text and tool output that are markup; then an order through the API gate,
+// which holds it for a person.
+const betaScript = (broker) => line({ steps: [step(`here it is: ${HOSTILE}`, bash(`printf '%s\\n' '${HOSTILE.replaceAll("'", "'\\''")}'`)), step('printed')] }) +
+  line({ steps: [step('placing the order', bash(`curl -sS -m 60 -w ' status=%{http_code}\\n' -X POST ${broker.origin}/orders/co -d quantity=1`)), step('order placed')] });
 
 const screenshots = process.env.DESKD_WEB_SCREENSHOTS ?? join(process.cwd(), 'web_screenshots');
 let serve;
+let broker;
 let browser;
 let page;
 const problems = [];  // what the page's console and errors said: the page must run clean under its CSP
 
 before(async () => {
   mkdirSync(screenshots, { recursive: true });
-  serve = await startServe([{ name: 'alpha', script: ALPHA }, { name: 'beta', script: BETA }]);
+  broker = await startBroker();
+  serve = await startServe([{ name: 'alpha', script: ALPHA },
+    { name: 'beta', script: betaScript(broker), settings: 'apis = ["broker"]\n', tables: '[desk.sandbox]\nnetwork = "allowlist"\n' }],
+  broker.table);
   const puppeteer = await importPuppeteer();
   browser = await puppeteer.launch({
     executablePath: process.env.DESKD_CHROMIUM ?? '/usr/bin/chromium',
@@ -61,6 +70,7 @@ after(async () => {
   await browser?.close();
   if (serve && process.exitCode && process.exitCode !== 0) console.error(`deskd's log:\n${serve.log()}`);
   await serve?.stop();
+  await broker?.close();
 });
 
 const text = (selector) => page.$$eval(selector, (elements) => elements.map((element) => element.textContent).join('\n'));
@@ -164,6 +174,26 @@ test('a desk\'s <script> and <img onerror> are shown as text, and nothing of the
   assert.equal(await page.evaluate(() => window.__deskdInjected), undefined, 'the desk\'s markup ran on the overview');
   await waitForText('li.card[data-desk="alpha"] .last-lines', 'proposed');
   await page.screenshot({ path: join(screenshots, 'overview.png'), fullPage: true });
+});
+
+test('an API call the gate holds is approved on the Decisions page and reaches the API with its key', async () => {
+  await page.goto(`${serve.origin}/#/desk/beta`, { waitUntil: 'domcontentloaded' });
+  await waitForText('.stream-state', 'live', 10000);
+  await sendFromDeskPage('place the order');
+  await waitForText('ol.live .event', 'waits for approval');
+  await page.goto(`${serve.origin}/#/decisions`, { waitUntil: 'domcontentloaded' });
+  await waitForText('ul.approvals .approval', 'POST');
+  const card = await text('ul.approvals .approval');
+  assert.match(card, /orders\/co/);
+  assert.match(card, /sha256 [0-9a-f]{64}/);
+  assert.equal(broker.requests.length, 0, 'the order went out before it was approved');
+  await page.screenshot({ path: join(screenshots, 'decisions.png'), fullPage: true });
+  await page.click('ul.approvals .approval button.approve');
+  await waitForText('.outcome', 'approve');
+  await page.goto(`${serve.origin}/#/desk/beta`, { waitUntil: 'domcontentloaded' });
+  await waitForText('ol.live .event.tool-output', 'status=200');
+  assert.equal(broker.requests.length, 1);
+  assert.equal(broker.requests[0].authorization, `token ${BROKER_KEY}`);
 });
 
 test('the other pages draw, and the page ran clean under its Content-Security-Policy', async () => {

@@ -50,17 +50,19 @@ async function freePort() {
 const sleep = (milliseconds) => new Promise((resolve) => setTimeout(resolve, milliseconds));
 
 /**
- * deskd serve with `desks` ({name, script}: the script model's JSON lines), its web page on
- * 127.0.0.1. stop() ends it and removes the folder.
+ * deskd serve with `desks` ({name, script: the script model's JSON lines, settings: TOML
+ * lines of its [[desk]] table, tables: TOML after its [desk.model]}), `tables` (such as an
+ * [[api]]) after [sandbox], and its web page on 127.0.0.1. stop() ends deskd and removes
+ * the folder.
  */
-export async function startServe(desks) {
+export async function startServe(desks, tables = '') {
   const folder = mkdtempSync('/var/tmp/deskd-web-');
   // World-readable: under a root deskd each sandbox runs as its desk's own uid and must enter.
   mkdirSync(join(folder, 'desks'));
   for (const path of [folder, join(folder, 'desks')]) chmodSync(path, 0o755);
   const port = await freePort();
   let config = '[runner]\nstate_folder = "state"\nsocket = "state/deskd.sock"\nshutdown_grace_seconds = 1\n' +
-    `web_listen = "127.0.0.1:${port}"\n\n[sandbox]\ndisk_quota_mb = "none"\n\n`;
+    `web_listen = "127.0.0.1:${port}"\n\n[sandbox]\ndisk_quota_mb = "none"\n\n${tables}\n`;
   for (const desk of desks) {
     const directory = join(folder, 'desks', desk.name);
     mkdirSync(directory);
@@ -70,7 +72,8 @@ export async function startServe(desks) {
     writeFileSync(join(directory, '.env'), 'API_KEY=deskd-web-secret\n');
     writeFileSync(join(folder, `${desk.name}.jsonl`), desk.script);
     config += `[[desk]]\nname = "${desk.name}"\ndirectory = "desks/${desk.name}"\n` +
-      `hidden_paths = ["desks/${desk.name}/.env"]\n\n[desk.model]\nscript = "${desk.name}.jsonl"\n\n`;
+      `hidden_paths = ["desks/${desk.name}/.env"]\n${desk.settings ?? ''}\n[desk.model]\nscript = "${desk.name}.jsonl"\n\n` +
+      `${desk.tables ?? ''}\n`;
   }
   writeFileSync(join(folder, 'deskd.toml'), config);
   const socket = join(folder, 'state', 'deskd.sock');
