@@ -22,6 +22,7 @@
 #include "runner/config/state_folder_check.h"
 #include "runner/control/control_server.h"
 #include "runner/daemon/daemon.h"
+#include "runner/daemon/daemon_web.h"
 #include "runner/daemon/deskd_log.h"
 #include "runner/events/event_kinds.h"
 #include "sandbox/own_user_namespace.h"
@@ -206,6 +207,7 @@ int serve(const std::filesystem::path& config_path) {
     return 1;
   }
   const std::filesystem::path socket_path = config.runner.socket_path;
+  const RunnerConfig runner = config.runner;
   Daemon daemon(io.get_executor(), std::move(config), clock,
                 DaemonLog{[log](LogLevel level, const std::string& text, const LogFields& fields) {
                             log->write(level, text, fields);
@@ -223,6 +225,18 @@ int serve(const std::filesystem::path& config_path) {
     log->error(server.error().what);
     return 1;
   }
+  // The web page beside it (docs/WEB.md), with the same peers; deskd does not start without
+  // the page its config asks for.
+  auto web_server = open_daemon_web(io.get_executor(), runner, daemon, clock,
+                                    DaemonWebParts{control::PeerPolicy(::geteuid(), allowed_uids, allowed_groups),
+                                                   socket_group, [log](const std::string& text) { log->warn(text); },
+                                                   DESKD_VERSION,
+                                                   // GET /metrics: 404 until the daemon keeps metrics (issue 32).
+                                                   {}});
+  if (!web_server.ok()) {
+    log->error(web_server.error().what + " deskd does not start.");
+    return 1;
+  }
   // deskd's own coroutines: none is left to end unseen. They end with the loop (io.stop()
   // once the daemon and the socket have stopped), so the group is never awaited.
   TaskGroup serving(io.get_executor(), [log](std::exception_ptr escaped) {
@@ -232,6 +246,12 @@ int serve(const std::filesystem::path& config_path) {
   // The socket serves from here on, while the desks start beside it: `deskctl desks` shows
   // them "starting", and what is sent to one waits until it runs.
   serving.spawn((*server)->run());
+  if (*web_server) {
+    serving.spawn((*web_server)->run());
+    const std::string origin = (*web_server)->tcp_origin();
+    log->info(fmt::format("deskd serves its web page on {}{}{}", runner.web_socket_path.native(),
+                          !runner.web_socket_path.empty() && !origin.empty() ? " and " : "", origin));
+  }
   daemon.start([&daemon, log, socket_path](std::size_t started) {
     log->info(fmt::format("deskd serving {} of {} desks on {}", started, daemon.desks().size(), socket_path.native()));
     notify_systemd(("STATUS=" + daemon.status_line()).c_str());
@@ -254,6 +274,10 @@ int serve(const std::filesystem::path& config_path) {
     try {
       co_await daemon.stop(grace);
       co_await (*server)->stop(std::chrono::seconds(1));
+      if (*web_server) {
+        daemon.attach_web(nullptr);
+        (*web_server)->close();
+      }
       stopped_cleanly = true;
       log->info("deskd stopped");
     } catch (const std::exception& error) {

@@ -18,6 +18,7 @@
 #include "runner/config/config_confinement.h"
 #include "runner/config/config_reader.h"
 #include "runner/config/config_values.h"
+#include "runner/config/config_web.h"
 #include "runner/config/state_folder_check.h"
 #include "runner/model/providers.h"
 #include "runner/model/script_provider.h"
@@ -32,10 +33,9 @@ using config_detail::NumberRange;
 using config_detail::PathKind;
 using config_detail::PlacedPath;
 using config_detail::TableReader;
+using config_detail::kMaximumSocketPathBytes;
 
 constexpr std::size_t kMaximumConfigBytes = std::size_t{1} << 20;
-// sockaddr_un::sun_path holds 108 bytes including the terminating NUL.
-constexpr std::size_t kMaximumSocketPathBytes = 107;
 constexpr double kSecondsInADay = 86400;
 
 std::chrono::milliseconds milliseconds_from_seconds(double seconds) {
@@ -114,6 +114,14 @@ constexpr RunnerKey kRunnerKeys[] = {
     {"client_buffer_mb", true, runner_field_differs<&RunnerConfig::client_buffer_mb>},
     {"max_clients", true, runner_field_differs<&RunnerConfig::max_clients>},
     {"require_user_namespace", true, runner_field_differs<&RunnerConfig::require_user_namespace>},
+    // The web page's listeners are bound once, at start, with their certificate.
+    {"web_socket", true, runner_field_differs<&RunnerConfig::web_socket_path>},
+    {"web_listen", true,
+     [](const RunnerConfig& now, const RunnerConfig& next) {
+       return now.web_listen_host != next.web_listen_host || now.web_listen_port != next.web_listen_port;
+     }},
+    {"web_tls_cert", true, runner_field_differs<&RunnerConfig::web_tls_cert>},
+    {"web_tls_key", true, runner_field_differs<&RunnerConfig::web_tls_key>},
     {"desk_uid_first/desk_uid_count", true,
      [](const RunnerConfig& now, const RunnerConfig& next) {
        return now.desk_uid_first != next.desk_uid_first || now.desk_uid_count != next.desk_uid_count;
@@ -179,6 +187,7 @@ ConfigPosition read_runner(const toml::table* table, Config& config, LoadContext
   if (auto megabytes = reader.whole("client_buffer_mb", 1, 1024)) runner.client_buffer_mb = static_cast<std::uint32_t>(*megabytes);
   if (auto clients = reader.whole("max_clients", 1, 65536)) runner.max_clients = static_cast<std::uint32_t>(*clients);
   if (auto required = reader.boolean("require_user_namespace")) runner.require_user_namespace = *required;
+  config_detail::read_runner_web(reader, runner, context);
   ConfigPosition desk_uid_count_position = read_desk_uid_range(reader, runner, context);
   reader.report_unknown_keys();
   return desk_uid_count_position;

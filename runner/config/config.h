@@ -70,6 +70,16 @@ struct RunnerConfig {
   /// Refuse to start unless deskd itself runs in a user namespace other than the host's
   /// (a pod with hostUsers: false, a rootless container): the check Kubernetes does not make.
   bool require_user_namespace = false;
+  /// The web page's Unix socket ([runner] web_socket; docs/WEB.md); empty: none. Unset, it
+  /// is web.sock beside the control socket.
+  std::filesystem::path web_socket_path;
+  /// The web page's TCP address ([runner] web_listen): an IP address and port; the host
+  /// empty: no TCP listener.
+  std::string web_listen_host;
+  std::uint16_t web_listen_port = 0;
+  /// PEM certificate chain and key for TLS on web_listen; required unless it is loopback.
+  std::filesystem::path web_tls_cert;
+  std::filesystem::path web_tls_key;
 
   bool operator==(const RunnerConfig&) const = default;
 };

@@ -21,6 +21,9 @@
 
 namespace deskd::app::config_detail {
 
+/// sockaddr_un::sun_path holds 108 bytes including the terminating NUL.
+inline constexpr std::size_t kMaximumSocketPathBytes = 107;
+
 /// What one load shares between the readers.
 struct LoadContext {
   ProblemList problems;

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "base/asio_await.h"
-#include "runner/control/control_ops.h"
+#include "runner/control/control_dispatch.h"
 #include "runner/control/control_service.h"
 
 namespace deskd::control {
@@ -25,16 +25,6 @@ constexpr std::size_t kBurstBytes = 256 * 1024;
 // A client's requests are answered this many at a time before others get their turn: a
 // client that pipelines thousands of lines must not hold the loop for the whole batch.
 constexpr int kRequestsPerTurn = 64;
-
-// The reply code for a service error.
-std::string_view code_for(const Error& error) {
-  switch (error.code) {
-    case ErrorCode::not_found: return code::kNotFound;
-    case ErrorCode::refused: return code::kRefused;
-    case ErrorCode::invalid_argument: return code::kBadRequest;
-    default: return code::kInternal;
-  }
-}
 
 }  // namespace
 
@@ -206,7 +196,8 @@ void Connection::close() {
   closed_signal_.cancel();
 }
 
-// Answers one request line.
+// Answers one request line: through the one dispatch (control_dispatch.h), streaming the
+// follows itself.
 void Connection::handle(std::string_view line) {
   ParsedRequest parsed = parse_control_request(line);
   const ControlRequest& request = parsed.request;
@@ -214,48 +205,21 @@ void Connection::handle(std::string_view line) {
     send(reply_error(request.id, code::kStopping, context_->stopping_message));
     return;
   }
-  if (parsed.problem) {
-    context_->log.warn("bad request", "a bad control request from " + sender_ + ": " + *parsed.problem);
-    send(reply_error(request.id, parsed.problem_code, *parsed.problem));
-    return;
-  }
-  ControlService& service = context_->service;
-  if (request.desk && !request.desk->empty() && !service.has_desk(*request.desk)) {
-    send(reply_error(request.id, code::kUnknownDesk, "There is no desk '" + *request.desk + "'."));
-    return;
-  }
-  // The parser let through only operations of the table.
-  const ControlOp& operation = *find_control_op(request.op);
-  switch (operation.how) {
-    case OpAnswer::now: {
-      auto answered = operation.answer(service, request, sender_);
-      if (answered.ok()) {
-        send(reply_ok(request.id, std::move(answered).value()));
-      } else {
-        send(reply_error(request.id, code_for(answered.error()), answered.error().what));
-      }
-      return;
-    }
-    case OpAnswer::later:
-      // A send is answered once its trigger is journaled and flushed, a reload once it is
-      // done however long its desks' turns take to end; other requests go on meanwhile.
-      ++answers_pending_;
-      operation.answer_later(service, request, sender_,
-                             [weak = weak_from_this(), id = request.id](Result<json::object> answered) {
-                               auto self = weak.lock();
-                               if (!self) return;
-                               --self->answers_pending_;
-                               if (self->closed_) return;
-                               if (answered.ok()) {
-                                 self->send(reply_ok(id, std::move(answered).value()));
-                               } else {
-                                 self->send(reply_error(id, code_for(answered.error()), answered.error().what));
-                               }
-                             });
-      return;
-    case OpAnswer::follow: return follow(request);
-    case OpAnswer::unfollow: return unfollow(request);
-  }
+  if (parsed.problem) context_->log.warn("bad request", "a bad control request from " + sender_ + ": " + *parsed.problem);
+  // A reply that comes later (a send, a reload) finds the connection as it is then.
+  ++answers_pending_;
+  const auto reply = [weak = weak_from_this()](std::string reply_line) {
+    auto self = weak.lock();
+    if (!self) return;
+    --self->answers_pending_;
+    if (!self->closed_) self->send(std::move(reply_line));
+  };
+  const Dispatched dispatched = dispatch_control_request(context_->service, parsed, ControlCaller{sender_, privileged_},
+                                                         reply);
+  if (dispatched == Dispatched::answered) return;
+  --answers_pending_;
+  if (dispatched == Dispatched::follow) return follow(request);
+  unfollow(request);
 }
 
 // Answers a line over the limit and hangs up once the answer is written.
@@ -288,7 +252,7 @@ asio::awaitable<void> Connection::serve(std::shared_ptr<Connection> self) {
         try {
           self->handle(line);
         } catch (const std::exception& error) {
-          // A service bug must cost one reply, never the daemon.
+          // A follow's bug must cost one reply, never the daemon (the dispatch catches the ops').
           self->send(reply_error(nullptr, code::kInternal, std::string("deskd failed to answer: ") + error.what()));
         }
         self->arm_request_deadline();  // a complete request: the wait for the next starts now

@@ -75,8 +75,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close();
   bool closed() const { return closed_; }
   boost::asio::local::stream_protocol::socket& socket() { return socket_; }
-  /// Who the peer is, for messages ("uid 1000 (asha)").
-  void set_sender(std::string sender) { sender_ = std::move(sender); }
+  /// Who the peer is, for messages ("uid 1000 (asha)"), and whether it is the operator
+  /// (root or deskd's own uid), whom operator-only ops need.
+  void set_sender(std::string sender, bool privileged) {
+    sender_ = std::move(sender);
+    privileged_ = privileged;
+  }
 
   /// Tells every follow of this connection that deskd is stopping (they go on until stop).
   void tell_follows_stopping(const std::string& notice);
@@ -117,6 +121,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::steady_timer flush_deadline_;  // a closing connection's last chance to write
   boost::asio::steady_timer request_deadline_;  // restarted at each complete request line
   std::string sender_;
+  bool privileged_ = false;
   std::deque<std::string> outgoing_;
   std::size_t pending_bytes_ = 0;  // bytes in outgoing_
   std::size_t peak_bytes_ = 0;     // the most outgoing_ held since it was last empty

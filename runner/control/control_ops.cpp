@@ -227,6 +227,13 @@ Result<json::object> answer_refusals(ControlService& service, const ControlReque
   return json::object{{"refusals", std::move(list)}};
 }
 
+// The link holds a one-time login code: a secret for whoever asked, never logged.
+Result<json::object> answer_web_url(ControlService& service, const ControlRequest&, const std::string&) {
+  auto link = service.web_url();
+  if (!link.ok()) return std::move(link).error();
+  return json::object{{"url", link->url}, {"expires_in_seconds", link->expires_in_seconds}};
+}
+
 // clang-format off
 // In the protocol's order (a test checks that the two lists agree).
 constexpr ControlOp kOperations[] = {
@@ -246,6 +253,7 @@ constexpr ControlOp kOperations[] = {
     {op::kLedger,    OpAnswer::later,    nullptr,          answer_ledger},
     {op::kBudget,    OpAnswer::now,      answer_budget,    nullptr},
     {op::kRefusals,  OpAnswer::now,      answer_refusals,  nullptr},
+    {op::kWebUrl,    OpAnswer::now,      answer_web_url,   nullptr, true},
 };
 // clang-format on
 

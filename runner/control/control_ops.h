@@ -41,6 +41,8 @@ struct ControlOp {
   /// the error) on the event loop once the service has answered.
   void (*answer_later)(ControlService& service, const ControlRequest& request, const std::string& sender,
                        std::function<void(Result<boost::json::object>)> done);
+  /// Only root and deskd's own uid may ask (control_dispatch.cpp checks it).
+  bool operator_only = false;
 };
 
 /// Every operation, in the protocol's order.

@@ -64,6 +64,10 @@ class ControlService {
   /// Reads the config again and applies it on behalf of `who`; `done` gets the outcome
   /// later, on the event loop (a reload waits for the turns of the desks it stops).
   virtual void reload(const std::string& who, std::function<void(Result<ReloadOutcome>)> done) = 0;
+  /// A one-time login link for the web page's TCP listener (`deskctl web-url`); refused when
+  /// deskd has no web_listen. Only the operator may ask: the op table lets only root and
+  /// deskd's own uid reach it.
+  virtual Result<WebLoginLink> web_url() = 0;
   /// A new subscription to every desk's events.
   virtual std::shared_ptr<desk::EventSubscription> subscribe() = 0;
   /// Kept events of `desk` (all desks when empty) after event number `after`, about

@@ -82,6 +82,13 @@ struct LedgerReading {
   std::string problem;               ///< the first problem ("ledger.jsonl:17: ..."), when not intact
 };
 
+/// A one-time login link for deskd's web page over TCP (docs/WEB.md): the URL carries a
+/// login code good for one login within `expires_in_seconds`, never the long-lived token.
+struct WebLoginLink {
+  std::string url;
+  long long expires_in_seconds = 0;
+};
+
 /// What a reload did, by desk name.
 struct ReloadOutcome {
   std::vector<std::string> started, stopped, restarted, kept;

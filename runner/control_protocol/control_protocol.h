@@ -58,7 +58,8 @@ enum OpNeeds : unsigned {
   OPERATION(kDeny,      "deny",      kNeedsApproval) \
   OPERATION(kLedger,    "ledger",    kNeedsDesk)     /* optional "since", "verify" */ \
   OPERATION(kBudget,    "budget",    kNeedsDesk)     /* optional "add_usd": raises today's cap */ \
-  OPERATION(kRefusals,  "refusals",  kNeedsNothing)  /* every desk's without "desk" */
+  OPERATION(kRefusals,  "refusals",  kNeedsNothing)  /* every desk's without "desk" */ \
+  OPERATION(kWebUrl,    "web_url",   kNeedsNothing)  /* root and deskd's uid only: a one-time login link */
 // clang-format on
 
 /// An operation of the protocol.

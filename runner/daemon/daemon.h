@@ -29,6 +29,10 @@
 #include "runner/daemon/journal_entry.h"
 #include "runner/events/event_bus.h"
 
+namespace deskd::web {
+class WebServer;
+}
+
 namespace deskd::app {
 
 struct AssembledDesk;
@@ -84,6 +88,9 @@ class Daemon final : public control::ControlService {
   void reload(const std::string& who, std::function<void(Result<control::ReloadOutcome>)> done) override;
 
   desk::EventBus& bus() { return bus_; }
+  /// The web page's server (daemon_web.h), which the web_url op asks for login links; null
+  /// detaches it. The server must outlive the daemon's use of it (deskd serve closes both).
+  void attach_web(web::WebServer* server) { web_server_ = server; }
 
   bool has_desk(const std::string& name) const override;
   std::vector<control::DeskSummary> desks() const override;
@@ -101,6 +108,8 @@ class Daemon final : public control::ControlService {
               std::function<void(Result<control::LedgerReading>)> done) override;
   Result<desk::BudgetStatus> budget(const std::string& desk, std::optional<double> add_usd,
                                     const std::string& who) override;
+  /// A one-time login link from the web server attach_web() gave; refused without one.
+  Result<control::WebLoginLink> web_url() override;
   std::shared_ptr<desk::EventSubscription> subscribe() override;
   control::EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
                                        std::size_t maximum_bytes) const override;
@@ -158,6 +167,7 @@ class Daemon final : public control::ControlService {
   Config config_;
   const Clock& clock_;
   DaemonLog log_;
+  web::WebServer* web_server_ = nullptr;  // attach_web's; the web_url op asks it
   desk::EventBus bus_;
   control::EventHistory history_;
   std::map<std::string, std::unique_ptr<Slot>> slots_;

@@ -49,6 +49,9 @@ constexpr Command kCommands[] = {
     {"refusals", "what the desk's enforcers refused lately (system calls, paths, hosts, API calls, limits), "
                  "newest last (every desk's without DESK)",
      op::kRefusals, Takes::desk_or_every_desk, print_refusals_reply, nullptr, nullptr},
+    {"web-url", "a one-time login link for deskd's web page on [runner] web_listen, good for one login within "
+                "5 minutes (only root and deskd's own user may ask)",
+     op::kWebUrl, Takes::nothing, print_web_url_reply, nullptr, nullptr},
 };
 // clang-format on
 

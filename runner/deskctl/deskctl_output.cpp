@@ -152,6 +152,13 @@ int print_trigger_reply(const json::object& reply) {
   return kOk;
 }
 
+// The URL alone on its line (a script takes it whole), and how long it is good for.
+int print_web_url_reply(const json::object& reply) {
+  std::puts(shown(reply, "url").c_str());
+  std::fprintf(stderr, "One login, within %s seconds.\n", shown(reply, "expires_in_seconds").c_str());
+  return kOk;
+}
+
 int print_commands_reply(const json::object& reply) {
   for (const auto& entry : reply.at("commands").as_array()) {
     std::printf("%-16s %s\n", shown(entry.as_object(), "name").c_str(),

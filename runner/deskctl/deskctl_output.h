@@ -53,6 +53,8 @@ int print_approval_decision_reply(const boost::json::object& reply);
 int print_ledger_reply(const boost::json::object& reply);
 /// The spend caps: each cap, spent, reserved, left, and when the daily caps reset.
 int print_budget_reply(const boost::json::object& reply);
+/// The one-time login link, alone on its line.
+int print_web_url_reply(const boost::json::object& reply);
 /// kRefused when a desk it meant to start could not start.
 int print_reload_reply(const boost::json::object& reply);
 /// For an operation that needs no printer of its own: each field but the id and "ok", as

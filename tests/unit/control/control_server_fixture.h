@@ -104,6 +104,7 @@ class FakeService final : public ControlService {
     approval.expires_in_seconds = 60;
     return approval;
   }
+  Result<WebLoginLink> web_url() override { return WebLoginLink{"http://127.0.0.1:1/login?token=code", 300}; }
   std::shared_ptr<desk::EventSubscription> subscribe() override { return bus.subscribe(executor_, 64); }
   EventHistory::Replay replay(const std::string& desk, std::optional<std::uint64_t> after,
                               std::size_t maximum_bytes) const override {
