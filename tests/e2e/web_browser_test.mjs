@@ -102,7 +102,7 @@ test('without a login deskd serves nothing over TCP, and the link from deskctl w
   assert.equal(session.sameSite, 'Strict');
 });
 
-test('the overview shows both desks, and its first load is small', async () => {
+test('the overview shows both desks, and its first load is small', async (context) => {
   await page.setCacheEnabled(false);
   await page.goto(`${serve.origin}/#/`, { waitUntil: 'networkidle2' });
   await page.setCacheEnabled(true);
@@ -112,6 +112,7 @@ test('the overview shows both desks, and its first load is small', async () => {
     ...performance.getEntriesByType('resource')].filter((entry) => !entry.name.includes('/api/'))
     .reduce((sum, entry) => sum + entry.transferSize, 0));
   assert.ok(loaded > 0 && loaded <= 300 * 1024, `the first load took ${loaded} bytes`);
+  context.diagnostic(`the first load took ${loaded} bytes (compressed, with headers)`);
   await page.waitForSelector('li.card[data-desk="alpha"]', { timeout: 15000 });
   await page.waitForSelector('li.card[data-desk="beta"]', { timeout: 15000 });
   const overview = await text('ul.desks');
@@ -133,6 +134,7 @@ test('a turn streams to its end, and a message sent during it steers it', async 
   assert.match(live, /the plan is read/);
   // The model's next request carried the message: the desk's session has it.
   assert.ok(readFileSync(serve.sessionPath('alpha'), 'utf8').includes(STEERING), `steering ${steering} is not in the session`);
+  await waitForText('.desk-state', 'idle');  // the facts follow the stream
   await page.screenshot({ path: join(screenshots, 'desk.png'), fullPage: true });
 });
 

@@ -31,7 +31,14 @@ function deskCard(summary, status, budget, lines) {
       el('dt', {}, 'proposals'), el('dd', {}, String(status?.open_proposals ?? '—'))),
     summary.error ? el('p', { class: 'problem' }, summary.error) : null,
     spendMeter(budget),
-    el('pre', { class: 'last-lines' }, lines.length ? lines.join('\n') : '(no turn yet)'));
+    lastLinesBox(lines));
+}
+
+// One line each, cut with an ellipsis where the phone is too narrow, so the newest line
+// always shows.
+function lastLinesBox(lines) {
+  return el('div', { class: 'last-lines' },
+    ...(lines.length ? lines.map((line) => el('div', {}, line)) : [el('div', { class: 'quiet' }, '(no turn yet)')]));
 }
 
 export async function overviewView(main, tell) {
@@ -77,7 +84,7 @@ export async function overviewView(main, tell) {
       // Only the desk's lines change; its facts are redrawn by the timer, or at once when a
       // turn starts or ends (a burst of events, such as the replay, redraws once).
       for (const card of list.querySelectorAll('li.card')) {
-        if (card.dataset.desk === event.desk) card.querySelector('.last-lines').textContent = lastLines.get(event.desk).join('\n');
+        if (card.dataset.desk === event.desk) card.querySelector('.last-lines').replaceWith(lastLinesBox(lastLines.get(event.desk)));
       }
       if (event.kind.startsWith('TURN_')) {
         clearTimeout(redraw);
