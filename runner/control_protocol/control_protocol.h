@@ -59,7 +59,7 @@ enum OpNeeds : unsigned {
   OPERATION(kLedger,    "ledger",    kNeedsDesk)     /* optional "since", "verify" */ \
   OPERATION(kBudget,    "budget",    kNeedsDesk)     /* optional "add_usd": raises today's cap */ \
   OPERATION(kRefusals,  "refusals",  kNeedsNothing)  /* every desk's without "desk" */ \
-  OPERATION(kMetrics,   "metrics",   kNeedsNothing)  /* deskd's metrics, Prometheus text */
+  OPERATION(kMetrics,   "metrics",   kNeedsNothing)  /* deskd's metrics, Prometheus text */ \
   OPERATION(kWebUrl,    "web_url",   kNeedsNothing)  /* root and deskd's uid only: a one-time login link */
 // clang-format on
 

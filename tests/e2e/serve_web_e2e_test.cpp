@@ -86,7 +86,8 @@ TEST_F(ServeWebE2eTest, TheWebSocketServesPageAndOpsToAllowedPeersAndNothingToOt
   EXPECT_THAT(follow->body, HasSubstr("/api/events"));
   const auto metrics = client.exchange(http_request("GET", "/metrics"));
   ASSERT_TRUE(metrics);
-  EXPECT_EQ(metrics->status, 404) << "no metrics function yet";
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_THAT(metrics->body, HasSubstr("deskd_turns_started_total"));
 
   if (::geteuid() != 0) GTEST_SKIP() << "connecting as another uid needs root";
   // The socket and its folder open to everyone: only deskd's own check stands between uid
