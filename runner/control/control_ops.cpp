@@ -227,6 +227,49 @@ Result<json::object> answer_refusals(ControlService& service, const ControlReque
   return json::object{{"refusals", std::move(list)}};
 }
 
+json::object day_reply(const desk::DailyUsage& day) {
+  json::object models;
+  std::uint64_t requests = 0;
+  std::uint64_t tokens = 0;
+  double cost = 0;
+  bool cost_known = true;
+  for (const auto& [name, usage] : day.models) {
+    json::object model{{"requests", usage.requests},
+                       {"input_tokens", usage.tokens.input_tokens},
+                       {"output_tokens", usage.tokens.output_tokens},
+                       {"cache_read_tokens", usage.tokens.cache_read_tokens},
+                       {"cache_write_tokens", usage.tokens.cache_write_tokens},
+                       {"unreported_requests", usage.unreported_requests}};
+    if (usage.cost_usd) model["cost_usd"] = *usage.cost_usd;
+    if (!usage.priced_as.empty()) model["priced_as"] = usage.priced_as;
+    models[name] = std::move(model);
+    requests += usage.requests;
+    tokens += usage.tokens.input_tokens + usage.tokens.output_tokens + usage.tokens.cache_read_tokens +
+              usage.tokens.cache_write_tokens;
+    if (usage.cost_usd) cost += *usage.cost_usd;
+    cost_known = cost_known && usage.cost_usd.has_value();
+  }
+  json::object object{{"date", desk::iso_date(day.date)}, {"requests", requests}, {"tokens", tokens},
+                      {"models", std::move(models)}};
+  // A day with a model of no price has no total: a part would read as the whole.
+  if (cost_known) object["cost_usd"] = cost;
+  return object;
+}
+
+json::array spend_reply(const std::vector<DeskSpend>& desks) {
+  json::array list;
+  for (const DeskSpend& spend : desks) {
+    json::array days;
+    for (const desk::DailyUsage& day : spend.days) days.push_back(day_reply(day));
+    list.push_back(json::object{{"desk", spend.desk}, {"running", spend.running}, {"days", std::move(days)}});
+  }
+  return list;
+}
+
+Result<json::object> answer_spend(ControlService& service, const ControlRequest& request, const std::string&) {
+  return reply("desks", service.spend(request.desk.value_or("")), spend_reply);
+}
+
 // The same text as the web server's /metrics, in one field.
 Result<json::object> answer_metrics(ControlService& service, const ControlRequest&, const std::string&) {
   return json::object{{"metrics", service.metrics_text()}};
@@ -259,6 +302,7 @@ constexpr ControlOp kOperations[] = {
     {op::kBudget,    OpAnswer::now,      answer_budget,    nullptr},
     {op::kRefusals,  OpAnswer::now,      answer_refusals,  nullptr},
     {op::kMetrics,   OpAnswer::now,      answer_metrics,   nullptr},
+    {op::kSpend,     OpAnswer::now,      answer_spend,     nullptr},
     {op::kWebUrl,    OpAnswer::now,      answer_web_url,   nullptr, true},
 };
 // clang-format on

@@ -61,6 +61,9 @@ class ControlService {
   /// across a restart). Refused for a desk that is not running or has no daily_usd cap.
   virtual Result<desk::BudgetStatus> budget(const std::string& desk, std::optional<double> add_usd,
                                             const std::string& who) = 0;
+  /// The usage of one desk (every desk's when empty) by India day, priced; not_found for a
+  /// desk deskd does not have.
+  virtual Result<std::vector<DeskSpend>> spend(const std::string& desk) const = 0;
   /// Reads the config again and applies it on behalf of `who`; `done` gets the outcome
   /// later, on the event loop (a reload waits for the turns of the desks it stops).
   virtual void reload(const std::string& who, std::function<void(Result<ReloadOutcome>)> done) = 0;

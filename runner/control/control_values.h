@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "runner/desk/usage_tracker.h"
+
 namespace deskd::control {
 
 /// One desk, as `deskctl desks` lists it.
@@ -87,6 +89,14 @@ struct LedgerReading {
 struct WebLoginLink {
   std::string url;
   long long expires_in_seconds = 0;
+};
+
+/// A desk's usage by India day (`deskctl spend`, the web page's spend charts): its kept
+/// days, oldest first, today last; none for a desk that is not running.
+struct DeskSpend {
+  std::string desk;
+  bool running = false;
+  std::vector<desk::DailyUsage> days;
 };
 
 /// What a reload did, by desk name.

@@ -60,6 +60,7 @@ enum OpNeeds : unsigned {
   OPERATION(kBudget,    "budget",    kNeedsDesk)     /* optional "add_usd": raises today's cap */ \
   OPERATION(kRefusals,  "refusals",  kNeedsNothing)  /* every desk's without "desk" */ \
   OPERATION(kMetrics,   "metrics",   kNeedsNothing)  /* deskd's metrics, Prometheus text */ \
+  OPERATION(kSpend,     "spend",     kNeedsNothing)  /* every desk's without "desk": usage by India day */ \
   OPERATION(kWebUrl,    "web_url",   kNeedsNothing)  /* root and deskd's uid only: a one-time login link */
 // clang-format on
 

@@ -228,6 +228,18 @@ Result<desk::BudgetStatus> Daemon::budget(const std::string& desk_name, std::opt
   return raised;
 }
 
+Result<std::vector<control::DeskSpend>> Daemon::spend(const std::string& desk_name) const {
+  if (!desk_name.empty() && !slots_.contains(desk_name)) return unknown_desk(desk_name);
+  std::vector<control::DeskSpend> spent;
+  for (const auto& [name, slot] : slots_) {
+    if (!desk_name.empty() && name != desk_name) continue;
+    control::DeskSpend desk_spend{name, slot->desk != nullptr, {}};
+    if (slot->desk && slot->desk->usage_tracker) desk_spend.days = slot->desk->usage_tracker->days();
+    spent.push_back(std::move(desk_spend));
+  }
+  return spent;
+}
+
 void Daemon::send(const std::string& desk_name, const std::string& text, const std::string& sender,
                   std::function<void(Result<std::string>)> sent) {
   if (stopping_) return sent(Error::make(ErrorCode::refused, "deskd is stopping and takes no new messages."));

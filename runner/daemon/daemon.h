@@ -127,6 +127,7 @@ class Daemon final : public control::ControlService {
               std::function<void(Result<control::LedgerReading>)> done) override;
   Result<desk::BudgetStatus> budget(const std::string& desk, std::optional<double> add_usd,
                                     const std::string& who) override;
+  Result<std::vector<control::DeskSpend>> spend(const std::string& desk) const override;
   /// A one-time login link from the web server attach_web() gave; refused without one.
   Result<control::WebLoginLink> web_url() override;
   std::shared_ptr<desk::EventSubscription> subscribe() override;

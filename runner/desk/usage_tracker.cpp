@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -53,10 +54,10 @@ auto* counter(SomeModelUsage& usage, std::string_view name) {
   return &usage.tokens.cache_write_tokens;
 }
 
-std::string to_json(IndiaDate date, const std::map<std::string, ModelUsage, std::less<>>& models) {
-  boost::json::object day;
-  day["version"] = kFormatVersion;
-  day["date"] = iso_date(date);
+// Added later too: "past", the days before today, each {date, models}; read as above.
+constexpr const char* kPastDays = "past";
+
+boost::json::object models_json(const std::map<std::string, ModelUsage, std::less<>>& models) {
   boost::json::object by_model;
   for (const auto& [name, usage] : models) {
     boost::json::object counters;
@@ -66,7 +67,22 @@ std::string to_json(IndiaDate date, const std::map<std::string, ModelUsage, std:
     counters[kUnreportedRequests] = usage.unreported_requests;
     by_model[name] = std::move(counters);
   }
-  day["models"] = std::move(by_model);
+  return by_model;
+}
+
+std::string to_json(IndiaDate date, const std::map<std::string, ModelUsage, std::less<>>& models,
+                    const std::vector<DailyUsage>& past) {
+  boost::json::object day;
+  day["version"] = kFormatVersion;
+  day["date"] = iso_date(date);
+  day["models"] = models_json(models);
+  if (!past.empty()) {
+    boost::json::array days;
+    for (const DailyUsage& kept : past) {
+      days.push_back(boost::json::object{{"date", iso_date(kept.date)}, {"models", models_json(kept.models)}});
+    }
+    day[kPastDays] = std::move(days);
+  }
   return boost::json::serialize(day) + "\n";
 }
 
@@ -83,20 +99,14 @@ struct SavedDay {
   std::map<std::string, ModelUsage, std::less<>> models;
 };
 
-Result<SavedDay> from_json(std::string_view text, const std::filesystem::path& file) {
-  const auto corrupt = [&](const std::string& why) {
-    return Error::make(ErrorCode::invalid_argument,
-                       "The usage file " + file.native() + " is corrupt: " + why + ".");
-  };
-  boost::system::error_code error;
-  const boost::json::value value = boost::json::parse(text, error);
-  if (error) return corrupt("it is not JSON (" + error.message() + ")");
-  const auto* day = value.if_object();
-  if (day == nullptr) return corrupt("it is not a JSON object");
-  const auto* version = day->if_contains("version");
-  if (version == nullptr || !version->is_int64() || version->get_int64() != kFormatVersion) {
-    return corrupt("its \"version\" is not 1");
-  }
+struct SavedFile {
+  SavedDay day;
+  std::vector<SavedDay> past;
+};
+
+// One day's {date, models}; `corrupt` makes the error.
+template <typename Corrupt>
+Result<SavedDay> day_from_json(const boost::json::object* day, const Corrupt& corrupt) {
   const auto* date_value = day->if_contains("date");
   const auto date = date_value != nullptr && date_value->is_string()
                         ? parse_iso_date(date_value->get_string())
@@ -129,6 +139,32 @@ Result<SavedDay> from_json(std::string_view text, const std::filesystem::path& f
       usage.unreported_requests = *count;
     }
     saved.models.emplace(std::string(name), usage);
+  }
+  return saved;
+}
+
+Result<SavedFile> from_json(std::string_view text, const std::filesystem::path& file) {
+  const auto corrupt = [&](const std::string& why) {
+    return Error::make(ErrorCode::invalid_argument, "The usage file " + file.native() + " is corrupt: " + why + ".");
+  };
+  boost::system::error_code error;
+  const boost::json::value value = boost::json::parse(text, error);
+  if (error) return corrupt("it is not JSON (" + error.message() + ")");
+  const auto* day = value.if_object();
+  if (day == nullptr) return corrupt("it is not a JSON object");
+  const auto* version = day->if_contains("version");
+  if (version == nullptr || !version->is_int64() || version->get_int64() != kFormatVersion) {
+    return corrupt("its \"version\" is not 1");
+  }
+  SavedFile saved;
+  DESKD_ASSIGN_OR_RETURN(saved.day, day_from_json(day, corrupt));
+  if (const auto* past = day->if_contains(kPastDays)) {
+    if (!past->is_array()) return corrupt("its \"past\" is not a list");
+    for (const auto& entry : past->get_array()) {
+      if (!entry.is_object()) return corrupt("a day of its \"past\" is not an object");
+      DESKD_ASSIGN_OR_RETURN(SavedDay kept, day_from_json(&entry.get_object(), corrupt));
+      saved.past.push_back(std::move(kept));
+    }
   }
   return saved;
 }
@@ -197,8 +233,17 @@ UsageTracker::UsageTracker(const Clock& clock, std::filesystem::path file, Price
 
 void UsageTracker::roll_over_if_new_day(IndiaDate now) const {
   if (now == date_) return;
+  // A clock set back keeps no "past" day after today.
+  if (date_ < now && !models_.empty()) keep_past_day(DailyUsage{date_, std::move(models_)});
   date_ = now;
   models_.clear();
+}
+
+void UsageTracker::keep_past_day(DailyUsage day) const {
+  const auto after = std::find_if(past_.begin(), past_.end(), [&](const DailyUsage& kept) { return kept.date >= day.date; });
+  if (after != past_.end() && after->date == day.date) return;  // kept already
+  past_.insert(after, std::move(day));
+  if (past_.size() > kDaysKept - 1) past_.erase(past_.begin(), past_.end() - static_cast<long>(kDaysKept - 1));
 }
 
 Result<void> UsageTracker::load() {
@@ -208,9 +253,17 @@ Result<void> UsageTracker::load() {
   std::error_code error;
   if (!std::filesystem::exists(file_, error) && !error) return success();
   DESKD_ASSIGN_OR_RETURN(const std::string text, read_file(file_));
-  DESKD_ASSIGN_OR_RETURN(SavedDay saved, from_json(text, file_));
+  DESKD_ASSIGN_OR_RETURN(SavedFile saved, from_json(text, file_));
+  past_.clear();
+  for (SavedDay& kept : saved.past) {
+    if (kept.date < date_) keep_past_day(DailyUsage{kept.date, std::move(kept.models)});
+  }
   // A file from another India day describes a day that is over: today starts empty.
-  if (saved.date == date_) models_ = std::move(saved.models);
+  if (saved.day.date == date_) {
+    models_ = std::move(saved.day.models);
+  } else if (saved.day.date < date_ && !saved.day.models.empty()) {
+    keep_past_day(DailyUsage{saved.day.date, std::move(saved.day.models)});
+  }
   return success();
 }
 
@@ -229,7 +282,7 @@ std::string UsageTracker::count(std::string_view model, const std::optional<Usag
     total.tokens.cache_write_tokens += usage->cache_write_tokens;
   }
   if (observer_) observer_(model, usage, cost_of_request(model, usage));
-  return to_json(date_, models_);
+  return to_json(date_, models_, past_);
 }
 
 Result<void> UsageTracker::record(std::string_view model, const std::optional<Usage>& usage) {
@@ -266,10 +319,7 @@ std::optional<ModelPrice> UsageTracker::configured_price() const {
   return found->price;
 }
 
-DailyUsage UsageTracker::today() const {
-  std::lock_guard lock(mutex_);
-  roll_over_if_new_day(india_date(clock_.now()));
-  DailyUsage day{date_, models_};
+DailyUsage UsageTracker::priced(DailyUsage day) const {
   for (auto& [name, usage] : day.models) {
     if (const auto found = find_price(prices_, name, configured_model_)) {
       usage.cost_usd = cost_of(usage.tokens, found->price);
@@ -277,6 +327,22 @@ DailyUsage UsageTracker::today() const {
     }
   }
   return day;
+}
+
+DailyUsage UsageTracker::today() const {
+  std::lock_guard lock(mutex_);
+  roll_over_if_new_day(india_date(clock_.now()));
+  return priced(DailyUsage{date_, models_});
+}
+
+std::vector<DailyUsage> UsageTracker::days() const {
+  std::lock_guard lock(mutex_);
+  roll_over_if_new_day(india_date(clock_.now()));
+  std::vector<DailyUsage> days;
+  days.reserve(past_.size() + 1);
+  for (const DailyUsage& kept : past_) days.push_back(priced(kept));
+  days.push_back(priced(DailyUsage{date_, models_}));
+  return days;
 }
 
 std::string UsageTracker::describe() const {

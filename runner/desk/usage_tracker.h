@@ -1,7 +1,8 @@
 #pragma once
-// UsageTracker: what a desk's models used today (the India day), for /usage and /status.
-// Only token counts and requests are kept; the cost is worked out from the price table
-// whenever it is asked for, so a corrected price applies to the whole day.
+// UsageTracker: what a desk's models used today (the India day), for /usage and /status,
+// and on the days before it (at most kDaysKept days in all), for the spend charts. Only
+// token counts and requests are kept; the cost is worked out from the price table whenever
+// it is asked for, so a corrected price applies to the whole day.
 
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/result.h"
@@ -58,6 +60,9 @@ struct DailyUsage {
 
 class UsageTracker {
  public:
+  /// Days kept in all, today's included: two months of charts, in a file of some kilobytes.
+  static constexpr std::size_t kDaysKept = 62;
+
   /// A tracker that keeps its day in `file` (its folder must exist) and prices calls with
   /// `prices` (found as find_price does, `configured_model` being the model the desk's
   /// config names). Starts empty; call load() to pick up a day saved before a restart.
@@ -103,6 +108,9 @@ class UsageTracker {
 
   /// Today's usage with costs; empty once the India day has changed.
   DailyUsage today() const;
+  /// The kept days with costs, oldest first, today last (empty days before today are not
+  /// kept: a day with no request has no entry).
+  std::vector<DailyUsage> days() const;
 
   /// A few lines for /usage and /status: per model tokens, requests and cost, and a total.
   std::string describe() const;
@@ -110,8 +118,13 @@ class UsageTracker {
   const std::filesystem::path& file() const { return file_; }
 
  private:
-  /// Empties the day if the clock has moved to another India date. Needs mutex_.
+  /// Starts a new day if the clock has moved to another India date, keeping the one that
+  /// ended among the past days. Needs mutex_.
   void roll_over_if_new_day(IndiaDate now) const;
+  /// Keeps `day` among the past days, at most kDaysKept - 1 of them. Needs mutex_.
+  void keep_past_day(DailyUsage day) const;
+  /// `day` with each model's cost from the price table.
+  DailyUsage priced(DailyUsage day) const;
   /// Adds the request to today and returns the file's new contents. Needs mutex_.
   std::string count(std::string_view model, const std::optional<Usage>& usage);
   /// One request's cost; nullopt without tokens or a price.
@@ -126,6 +139,7 @@ class UsageTracker {
   // Mutable because reading "today" after midnight must drop yesterday.
   mutable IndiaDate date_;
   mutable std::map<std::string, ModelUsage, std::less<>> models_;  // costs left unset
+  mutable std::vector<DailyUsage> past_;                           // oldest first, costs unset
 };
 
 /// The estimated cost of `tokens` at `price`, in US dollars.

@@ -49,6 +49,9 @@ constexpr Command kCommands[] = {
     {"refusals", "what the desk's enforcers refused lately (system calls, paths, hosts, API calls, limits), "
                  "newest last (every desk's without DESK)",
      op::kRefusals, Takes::desk_or_every_desk, print_refusals_reply, nullptr, nullptr},
+    {"spend", "what the desk's models used by India day (requests, tokens, cost), newest last, with the last day's "
+              "split by model (every desk's without DESK)",
+     op::kSpend, Takes::desk_or_every_desk, print_spend_reply, nullptr, nullptr},
     {"metrics", "deskd's metrics in the Prometheus text format, as the web server's /metrics serves them",
      op::kMetrics, Takes::nothing, print_metrics_reply, nullptr, nullptr},
     {"web-url", "a one-time login link for deskd's web page on [runner] web_listen, good for one login within "

@@ -114,6 +114,12 @@ std::string budget_amount(const json::object& budget, const char* key, bool toke
   return buffer;
 }
 
+std::string whole_number(const json::object& object, const char* key) {
+  const json::value* value = object.if_contains(key);
+  if (value == nullptr || !value->is_number()) return "?";
+  return std::to_string(value->to_number<std::uint64_t>());
+}
+
 }  // namespace
 
 int print_budget_reply(const json::object& reply) {
@@ -197,6 +203,32 @@ int print_refusals_reply(const json::object& reply) {
       if (!text.empty()) more += std::string(more.empty() ? "" : "; ") + field + " " + text;
     }
     if (!more.empty()) std::printf("    %s\n", more.c_str());
+  }
+  return kOk;
+}
+
+// One line a day, newest last, and the last day's split by model.
+int print_spend_reply(const json::object& reply) {
+  for (const auto& value : reply.at("desks").as_array()) {
+    const json::object& desk = value.as_object();
+    const json::array& days = desk.at("days").as_array();
+    const bool running = desk.if_contains("running") != nullptr && desk.at("running").is_bool() &&
+                         desk.at("running").as_bool();
+    std::printf("%s%s\n", shown(desk, "desk").c_str(), running ? "" : " (not running: no usage to read)");
+    for (const auto& day_value : days) {
+      const json::object& day = day_value.as_object();
+      std::printf("  %s  %s requests  %s  %s\n", shown(day, "date").c_str(), whole_number(day, "requests").c_str(),
+                  budget_amount(day, "tokens", true).c_str(),
+                  day.contains("cost_usd") ? budget_amount(day, "cost_usd", false).c_str() : "cost unknown");
+    }
+    if (days.empty()) continue;
+    for (const auto& [model, usage_value] : days.back().as_object().at("models").as_object()) {
+      const json::object& usage = usage_value.as_object();
+      std::printf("    %s: %s in, %s out, %s", terminal_text(model).c_str(),
+                  budget_amount(usage, "input_tokens", true).c_str(), budget_amount(usage, "output_tokens", true).c_str(),
+                  usage.contains("cost_usd") ? budget_amount(usage, "cost_usd", false).c_str() : "cost unknown");
+      std::fputc('\n', stdout);
+    }
   }
   return kOk;
 }

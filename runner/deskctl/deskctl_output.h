@@ -50,6 +50,7 @@ int print_approvals_reply(const boost::json::object& reply);
 int print_refusals_reply(const boost::json::object& reply);
 /// `metrics`: the Prometheus text, its lines kept (each shown safe for a terminal).
 int print_metrics_reply(const boost::json::object& reply);
+int print_spend_reply(const boost::json::object& reply);
 int print_approval_decision_reply(const boost::json::object& reply);
 /// The ledger's lines, escaped; with a verification, its verdict (kRefused when not intact).
 int print_ledger_reply(const boost::json::object& reply);

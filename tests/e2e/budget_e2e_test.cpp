@@ -216,6 +216,18 @@ TEST(BudgetE2eTest, SpendingCountsForItsIndiaDayOnly) {
   EXPECT_EQ(fresh.exit_code, 0) << fresh.output << fresh.error_output;
   EXPECT_NE(fresh.output.find("A new day."), std::string::npos) << fresh.output;
   EXPECT_EQ(server.requests().size(), 1u);
+
+  // Yesterday stays in the desk's spend by day, beside today (the web page's charts).
+  const DeskctlResult spend = daemon.deskctl({"spend", "alpha"});
+  EXPECT_EQ(spend.exit_code, 0) << spend.error_output;
+  const std::size_t yesterday = spend.output.find("  " + india_day(-1) + "  ");
+  const std::size_t today = spend.output.find("  " + india_day(0) + "  1 requests  1010 tokens");
+  ASSERT_NE(yesterday, std::string::npos) << spend.output;
+  ASSERT_NE(today, std::string::npos) << spend.output;
+  EXPECT_LT(yesterday, today) << spend.output;
+  EXPECT_NE(spend.output.find("$10.00"), std::string::npos) << spend.output;
+  const DeskctlResult every = daemon.deskctl({"--json", "spend"});
+  EXPECT_NE(every.output.find("\"date\":\"" + india_day(-1) + "\""), std::string::npos) << every.output;
 }
 
 }  // namespace

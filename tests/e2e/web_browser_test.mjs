@@ -203,6 +203,8 @@ test('the other pages draw, and the page ran clean under its Content-Security-Po
   await page.waitForSelector('ul.refusals li', { timeout: 10000 });
   await page.goto(`${serve.origin}/#/spend`, { waitUntil: 'domcontentloaded' });
   await page.waitForSelector('svg.chart rect.bar', { timeout: 10000 });
+  // Each running desk has its days and its split by model (the spend op's, by India day).
+  await page.waitForSelector('section.card h2 a[href="#/desk/alpha"]', { timeout: 10000 });
   await page.screenshot({ path: join(screenshots, 'spend.png'), fullPage: true });
   // Only the logged-out visit's 401 (and the browser's console line for it).
   const unexpected = problems.filter((problem) => !/401/.test(problem));

@@ -1,14 +1,12 @@
-// Spend: each desk's tokens and cost as SVG bar charts drawn here, against its daily cap,
-// and the day's per-model split. Ops: status (the desks, and each desk's usage lines) and
-// budget (spent_usd, spent_tokens, reserved, daily caps).
-//
-// What the ops do not give yet: days before today (a desk's usage.json holds only the
-// current India day) and the per-model split as numbers (status gives it as the lines of
-// /usage, shown here as text). The charts therefore show today, one bar per desk.
+// Spend: each desk's cost and tokens as SVG bar charts drawn here: today against its daily
+// caps, then by India day (the days deskd keeps, the last two weeks shown), and today's
+// split by model. Ops: spend (every desk's usage by day, priced) and budget (each desk's
+// caps, spent and reserved today).
 
 import { op } from './api.js';
 import { count, deskLink, dollars, el, replace, svg } from './dom.js';
 
+const DAYS_SHOWN = 14;
 const BAR_HEIGHT = 22;
 const LABEL_WIDTH = 110;
 const CHART_WIDTH = 340;
@@ -34,35 +32,62 @@ function barChart(title, rows) {
   return el('figure', { class: 'chart-box' }, el('figcaption', {}, title), chart);
 }
 
+function dayLabel(date) {
+  return String(date).slice(5);  // MM-DD: the year is the chart's
+}
+
+// One desk's days: a cost chart and a tokens chart, a bar a day.
+function deskDays(desk) {
+  const days = (desk.days ?? []).slice(-DAYS_SHOWN);
+  if (!days.some((day) => day.requests > 0)) return el('p', { class: 'quiet' }, 'No model requests on the days kept.');
+  const costs = days.map((day) => ({ label: dayLabel(day.date), value: day.cost_usd ?? 0,
+    text: typeof day.cost_usd === 'number' ? dollars(day.cost_usd) : 'cost unknown' }));
+  const tokens = days.map((day) => ({ label: dayLabel(day.date), value: day.tokens ?? 0, text: count(day.tokens ?? 0) }));
+  return el('div', {}, barChart(`Cost by day (US dollars)`, costs), barChart('Tokens by day', tokens));
+}
+
+// Today's split by model, as numbers.
+function modelSplit(desk) {
+  const today = (desk.days ?? []).at(-1);
+  const models = Object.entries(today?.models ?? {});
+  if (!models.length) return el('p', { class: 'quiet' }, 'No model requests today.');
+  return el('table', { class: 'split' },
+    el('tr', {}, el('th', {}, 'model'), el('th', {}, 'requests'), el('th', {}, 'tokens in'), el('th', {}, 'tokens out'), el('th', {}, 'cost')),
+    ...models.map(([name, usage]) => el('tr', {}, el('td', {}, name), el('td', {}, count(usage.requests ?? 0)),
+      el('td', {}, count((usage.input_tokens ?? 0) + (usage.cache_read_tokens ?? 0) + (usage.cache_write_tokens ?? 0))),
+      el('td', {}, count(usage.output_tokens ?? 0)),
+      el('td', {}, typeof usage.cost_usd === 'number' ? dollars(usage.cost_usd) : 'unknown'))));
+}
+
 export async function spendView(main, tell) {
-  const reply = await op({ op: 'status' });
+  const reply = await op({ op: 'spend' });
   if (!reply.ok) {
     tell(reply.error);
     return undefined;
   }
-  const desks = (reply.status?.desks ?? []).filter((desk) => desk.model !== undefined);
-  const readings = await Promise.all(desks.map(async (desk) => {
-    const [budget, status] = await Promise.all([op({ op: 'budget', desk: desk.name }), op({ op: 'status', desk: desk.name })]);
-    return { name: desk.name, budget: budget.ok ? budget.budget : null, usage: status.ok ? status.status.usage : null };
+  const desks = (reply.desks ?? []).filter((desk) => desk.running);
+  const budgets = await Promise.all(desks.map(async (desk) => {
+    const budget = await op({ op: 'budget', desk: desk.desk });
+    return budget.ok ? budget.budget : null;
   }));
-  const costs = readings.map(({ name, budget }) => {
+  const costs = desks.map((desk, index) => {
+    const budget = budgets[index];
     const value = (budget?.spent_usd ?? 0) + (budget?.reserved_usd ?? 0);
     const cap = typeof budget?.daily_usd === 'number' ? budget.daily_usd : undefined;
-    return { label: name, value, cap, over: cap !== undefined && value >= cap, text: `${dollars(value)}${cap ? ` of ${dollars(cap)}` : ''}` };
+    return { label: desk.desk, value, cap, over: cap !== undefined && value >= cap, text: `${dollars(value)}${cap ? ` of ${dollars(cap)}` : ''}` };
   });
-  const tokens = readings.map(({ name, budget }) => {
+  const tokens = desks.map((desk, index) => {
+    const budget = budgets[index];
     const value = (budget?.spent_tokens ?? 0) + (budget?.reserved_tokens ?? 0);
     const cap = typeof budget?.daily_tokens === 'number' ? budget.daily_tokens : undefined;
-    return { label: name, value, cap, over: cap !== undefined && value >= cap, text: `${count(value)}${cap ? ` of ${count(cap)}` : ''}` };
+    return { label: desk.desk, value, cap, over: cap !== undefined && value >= cap, text: `${count(value)}${cap ? ` of ${count(cap)}` : ''}` };
   });
-  const resets = readings.find((reading) => reading.budget?.resets)?.budget.resets;
-  replace(main, el('h1', {}, 'Spend today'),
-    el('p', { class: 'quiet' }, resets ? `Daily caps reset at ${resets}. ` : '',
-      'Earlier days are not kept by deskd yet, so each chart shows today, one bar per desk; a line marks a daily cap.'),
+  const resets = budgets.find((budget) => budget?.resets)?.resets;
+  replace(main, el('h1', {}, 'Spend'),
+    el('p', { class: 'quiet' }, resets ? `Daily caps reset at ${resets}. ` : '', 'A line marks a daily cap; days are India days.'),
     desks.length ? barChart('Cost per desk today (US dollars, spent and reserved)', costs) : el('p', { class: 'quiet' }, 'No desk is running.'),
     desks.length ? barChart('Tokens per desk today', tokens) : null,
-    el('section', {}, el('h2', {}, 'Per model, today'),
-      ...readings.map(({ name, usage }) => el('div', { class: 'card' }, el('h3', {}, deskLink(name)),
-        el('pre', { class: 'usage' }, usage ?? '—')))));
+    ...desks.map((desk) => el('section', { class: 'card' }, el('h2', {}, deskLink(desk.desk)), deskDays(desk),
+      el('h3', {}, 'Per model, today'), modelSplit(desk))));
   return undefined;
 }

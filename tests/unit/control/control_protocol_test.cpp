@@ -61,7 +61,7 @@ TEST(ControlProtocol, TheOperationTableIsWhatTheParserKnows) {
   }
   EXPECT_EQ(*unknown.problem,
             "Unknown operation 'reboot'; the operations are desks, status, send, follow, unfollow, commands, "
-            "proposals, accept, reject, reload, approvals, approve, deny, ledger, budget, refusals, metrics and web_url.");
+            "proposals, accept, reject, reload, approvals, approve, deny, ledger, budget, refusals, metrics, spend and web_url.");
   EXPECT_EQ(find_operation("reboot"), nullptr);
   EXPECT_EQ(find_control_op("reboot"), nullptr);
 }

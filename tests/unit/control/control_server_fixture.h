@@ -68,6 +68,9 @@ class FakeService final : public ControlService {
     decided.by = who;
     return decided;
   }
+  Result<std::vector<DeskSpend>> spend(const std::string& desk) const override {
+    return std::vector<DeskSpend>{{desk.empty() ? "one" : desk, true, {}}};
+  }
   Result<desk::BudgetStatus> budget(const std::string&, std::optional<double> add_usd, const std::string&) override {
     desk::BudgetStatus status;
     status.caps.daily_usd = 5.0;

@@ -271,3 +271,47 @@ TEST_F(UsageTrackerTest, RecordOffLoopSavesBeforeTheTurnGoesOnEvenWhenTheTurnIsB
 
 }  // namespace
 }  // namespace deskd::desk
+
+namespace deskd::desk {
+namespace {
+
+// The spend charts' days: yesterday kept beside today, across a restart, at most kDaysKept.
+TEST_F(UsageTrackerTest, KeepsTheDaysBeforeTodayAcrossARestartAndNoMoreThanItKeeps) {
+  {
+    UsageTracker usage = tracker();
+    ASSERT_TRUE(usage.record("model-a", Usage{1'000'000, 0, 0, 0}).ok());  // $3 on 30 November
+    clock_.set(usage_ist(2026, 12, 1, 9, 0));
+    ASSERT_TRUE(usage.record("model-b", Usage{0, 1'000'000, 0, 0}).ok());  // $2 on 1 December
+  }
+  UsageTracker restarted = tracker();
+  ASSERT_TRUE(restarted.load().ok());
+  const std::vector<DailyUsage> days = restarted.days();
+  ASSERT_EQ(days.size(), 2u);
+  EXPECT_EQ(days[0].date, (IndiaDate{year{2026} / 11 / 30}));
+  EXPECT_NEAR(days[0].models.at("model-a").cost_usd.value_or(0), 3.0, 1e-9);
+  EXPECT_EQ(days[1].date, (IndiaDate{year{2026} / 12 / 1}));
+  EXPECT_NEAR(days[1].models.at("model-b").cost_usd.value_or(0), 2.0, 1e-9);
+  // A file written before "past" existed still reads (above), and today() is unchanged.
+  EXPECT_EQ(restarted.today().models.size(), 1u);
+
+  for (int day = 0; day < 100; ++day) {
+    clock_.advance(24h);
+    ASSERT_TRUE(restarted.record("model-a", Usage{1, 1, 0, 0}).ok());
+  }
+  const std::vector<DailyUsage> kept = restarted.days();
+  ASSERT_EQ(kept.size(), UsageTracker::kDaysKept);
+  EXPECT_EQ(kept.back().date, india_date(clock_.now()));
+  for (std::size_t index = 1; index < kept.size(); ++index) EXPECT_LT(kept[index - 1].date, kept[index].date);
+  EXPECT_LT(read().size(), std::size_t{64} << 10) << "the file stays small";
+}
+
+TEST_F(UsageTrackerTest, APastDayThatIsNotADayIsACorruptFile) {
+  write(R"({"version":1,"date":"2026-11-30","models":{},"past":[{"date":"soon","models":{}}]})");
+  UsageTracker usage = tracker();
+  const auto loaded = usage.load();
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.error().what.find("is corrupt"), std::string::npos) << loaded.error().what;
+}
+
+}  // namespace
+}  // namespace deskd::desk
