@@ -176,16 +176,8 @@ AnthropicProvider::AnthropicProvider(boost::asio::any_io_executor executor, Prov
 
 awaitable<ModelResponse> AnthropicProvider::attempt(HttpRequest http, std::function<void()> on_progress) {
   AnthropicStreamAssembler assembler(settings_.max_tokens);
-  ModelResponse response;
-  try {
-    response = co_await streamed_call(client_, std::move(http), dialect_, assembler, std::move(on_progress));
-  } catch (ProviderError& error) {
-    // A billed reply that named no model is the configured model's, as a usable one is.
-    error.fill_billed_model(settings_.model);
-    throw;
-  }
-  if (response.model.empty()) response.model = settings_.model;
-  co_return response;
+  co_return co_await streamed_call_for_model(client_, std::move(http), dialect_, assembler, std::move(on_progress),
+                                             settings_.model);
 }
 
 awaitable<ModelResponse> AnthropicProvider::complete(ModelRequest request) {

@@ -181,25 +181,13 @@ ResponsesProvider::ResponsesProvider(boost::asio::any_io_executor executor, Prov
 
 awaitable<ModelResponse> ResponsesProvider::attempt(HttpRequest http, std::function<void()> on_progress) {
   ResponsesStreamAssembler assembler(dialect_.service, settings_.max_tokens);
-  ModelResponse response;
-  try {
-    response = co_await streamed_call(client_, std::move(http), dialect_, assembler, std::move(on_progress));
-  } catch (ProviderError& error) {
-    // A billed reply that named no model is the configured model's, as a usable one is.
-    error.fill_billed_model(settings_.model);
-    throw;
-  }
-  if (response.model.empty()) response.model = settings_.model;
-  co_return response;
+  co_return co_await streamed_call_for_model(client_, std::move(http), dialect_, assembler, std::move(on_progress),
+                                             settings_.model);
 }
 
 awaitable<ModelResponse> ResponsesProvider::complete(ModelRequest request) {
-  HttpRequest http;
-  http.url = url_;
-  if (!settings_.api_key.empty()) http.headers.push_back({"authorization", "Bearer " + settings_.api_key});
-  http.headers.push_back({"content-type", "application/json"});
-  http.headers.push_back({"accept", "text/event-stream"});
-  http.body = json::serialize(responses_request_body(request, settings_));
+  HttpRequest http =
+      bearer_event_stream_request(url_, settings_.api_key, json::serialize(responses_request_body(request, settings_)));
   // Not a coroutine lambda: it only starts attempt(), whose frame holds its own copy.
   ModelAttempt try_once = [this, &http, &request] { return attempt(http, request.on_progress); };
   ModelResponse response = co_await complete_with_retries_redacting(

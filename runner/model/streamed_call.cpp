@@ -199,4 +199,30 @@ asio::awaitable<ModelResponse> streamed_call(HttpClient& client, HttpRequest req
   co_return assembler.finish();
 }
 
+asio::awaitable<ModelResponse> streamed_call_for_model(HttpClient& client, HttpRequest request,
+                                                       const ApiDialect& dialect, StreamAssembler& assembler,
+                                                       std::function<void()> on_progress,
+                                                       const std::string& configured_model) {
+  ModelResponse response;
+  try {
+    response = co_await streamed_call(client, std::move(request), dialect, assembler, std::move(on_progress));
+  } catch (ProviderError& error) {
+    // A billed reply that named no model is the configured model's, as a usable one is.
+    error.fill_billed_model(configured_model);
+    throw;
+  }
+  if (response.model.empty()) response.model = configured_model;
+  co_return response;
+}
+
+HttpRequest bearer_event_stream_request(const Url& url, const std::string& api_key, std::string body) {
+  HttpRequest http;
+  http.url = url;
+  if (!api_key.empty()) http.headers.push_back({"authorization", "Bearer " + api_key});
+  http.headers.push_back({"content-type", "application/json"});
+  http.headers.push_back({"accept", "text/event-stream"});
+  http.body = std::move(body);
+  return http;
+}
+
 }  // namespace deskd::model

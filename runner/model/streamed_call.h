@@ -67,6 +67,17 @@ struct ApiDialect {
 boost::asio::awaitable<ModelResponse> streamed_call(HttpClient& client, HttpRequest request, const ApiDialect& dialect,
                                                     StreamAssembler& assembler, std::function<void()> on_progress);
 
+/// streamed_call, for a provider whose configured model is `configured_model`: a reply (or
+/// a billed reply that cannot be used, a ProviderError) that names no model is that model's.
+boost::asio::awaitable<ModelResponse> streamed_call_for_model(HttpClient& client, HttpRequest request,
+                                                              const ApiDialect& dialect, StreamAssembler& assembler,
+                                                              std::function<void()> on_progress,
+                                                              const std::string& configured_model);
+
+/// A POST of `body` (JSON) to `url` asking for an event stream, with `api_key` as a Bearer
+/// token when there is one: the requests of the OpenAI APIs and those that copy them.
+HttpRequest bearer_event_stream_request(const Url& url, const std::string& api_key, std::string body);
+
 /// The ProviderError for an error status and its body (the pure part of streamed_call).
 ProviderError error_for_status(const ApiDialect& dialect, unsigned status, std::string_view body,
                                std::optional<std::chrono::milliseconds> retry_after,
