@@ -226,6 +226,11 @@ Result<UniqueFd> open_audit_log_socket() {
 }
 
 Result<bool> kernel_audit_enabled() {
+  DESKD_ASSIGN_OR_RETURN(const KernelAuditStatus status, kernel_audit_status());
+  return status.enabled;
+}
+
+Result<KernelAuditStatus> kernel_audit_status() {
   UniqueFd socket(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT));
   if (!socket) return Error::from_errno(errno, "Opening an audit socket failed");
   timeval deadline{1, 0};
@@ -253,10 +258,11 @@ Result<bool> kernel_audit_enabled() {
       if (error_number != 0) return Error::from_errno(-error_number, "The kernel refused to tell its audit status");
       continue;  // an acknowledgement
     }
-    if (header->nlmsg_type == kAuditGet && got >= static_cast<ssize_t>(NLMSG_HDRLEN + 2 * sizeof(std::uint32_t))) {
-      std::uint32_t status[2];  // struct audit_status starts with mask, enabled
+    // struct audit_status: mask, enabled, failure, pid, rate_limit, backlog_limit, lost, backlog.
+    if (header->nlmsg_type == kAuditGet && got >= static_cast<ssize_t>(NLMSG_HDRLEN + 8 * sizeof(std::uint32_t))) {
+      std::uint32_t status[8];
       std::memcpy(status, NLMSG_DATA(header), sizeof status);
-      return status[1] != 0;
+      return KernelAuditStatus{status[1] != 0, status[7]};
     }
   }
   return Error::make(ErrorCode::system, "The kernel did not tell its audit status.");

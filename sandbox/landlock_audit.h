@@ -106,7 +106,14 @@ Refusal describe_landlock_blockers(std::string_view blockers, std::string_view p
 /// CAP_AUDIT_READ in the host's user namespace (a root deskd); the error says what is missing.
 Result<UniqueFd> open_audit_log_socket();
 
-/// Whether the kernel's audit is on (AUDIT_GET): records are made only then.
+/// The kernel's audit as AUDIT_GET tells it (needs CAP_AUDIT_CONTROL: a root deskd).
+struct KernelAuditStatus {
+  bool enabled = false;       ///< records are made only while it is on
+  std::uint32_t backlog = 0;  ///< records made and not yet sent on (to the log group, auditd)
+};
+Result<KernelAuditStatus> kernel_audit_status();
+
+/// Whether the kernel's audit is on.
 Result<bool> kernel_audit_enabled();
 
 }  // namespace deskd::sandbox

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "sandbox/landlock_rules.h"
 #include "sandbox/seccomp_notification.h"
@@ -89,6 +90,14 @@ void LandlockAuditReader::watch(pid_t creator, std::weak_ptr<sandbox::RefusalRep
 }
 
 void LandlockAuditReader::drain() {
+  // The records a command's refusals made are queued before it ends: once the queue is
+  // empty, they are in this socket. One AUDIT_GET a command, and only on a root deskd.
+  const auto give_up = std::chrono::steady_clock::now() + kSettleLimit;
+  for (auto status = sandbox::kernel_audit_status(); status.ok() && status->enabled && status->backlog > 0;
+       status = sandbox::kernel_audit_status()) {
+    if (std::chrono::steady_clock::now() >= give_up) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
   std::vector<Delivery> deliveries;
   {
     std::lock_guard lock(mutex_);

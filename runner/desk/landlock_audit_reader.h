@@ -17,6 +17,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,11 @@ class LandlockAuditReader : public std::enable_shared_from_this<LandlockAuditRea
   static constexpr std::size_t kCreatorsKept = 4096;
   static constexpr std::size_t kDomainsKept = 4096;
   static constexpr int kMessagesPerWakeUp = 256;
+  /// How long drain() waits for the kernel to send on the records it has made: a command's
+  /// refusals are made before it ends, but the kernel's audit thread sends them later, and
+  /// on a busy host later than the command's end. A host that floods its audit log costs
+  /// each command at most this.
+  static constexpr std::chrono::milliseconds kSettleLimit{50};
 
   /// Joins the audit log and reads it on `executor`. The error says why refusals cannot be
   /// read here (not root, audit off, no Landlock ABI 7), for the daemon to say once.
@@ -42,7 +48,8 @@ class LandlockAuditReader : public std::enable_shared_from_this<LandlockAuditRea
 
   /// A sandbox whose first process is `creator` (a host pid, alive) reports to `reporter`.
   void watch(pid_t creator, std::weak_ptr<sandbox::RefusalReporter> reporter);
-  /// Reads and delivers what the kernel has already sent; from any thread.
+  /// Reads and delivers what the kernel has made so far: waits (at most kSettleLimit) for
+  /// the kernel's audit queue to be sent on, then reads what came; from any thread.
   void drain();
   /// Stops reading (the daemon is stopping).
   void stop();
