@@ -150,6 +150,13 @@ class WebConnection final : public WebConnectionBase, public std::enable_shared_
     const std::string_view path = request_path(target);
     const auto method = request.method();
     std::optional<WebIdentity> identity = unix_identity_;
+    if (!listener_.tcp && request.find(http::field::host) != request.end() &&
+        !is_loopback_host(request[http::field::host])) {
+      state_->warn("web foreign host", "web: refused a request on the web socket for a host that is not loopback");
+      co_return co_await write_response(make_reply(request, http::status::misdirected_request,
+                                                   "The web socket answers only localhost (127.0.0.1, [::1]) names: "
+                                                   "forward it to a loopback port and open that.\n"));
+    }
     if (listener_.tcp) {
       if (path == "/login") {
         if (method != http::verb::get) co_return co_await write_response(method_not_allowed(request, "GET"));

@@ -132,6 +132,24 @@ std::optional<WebIdentity> identify_tcp(const WebRequest& request, WebLogins& lo
   return WebIdentity{operator_caller, session->csrf, false};
 }
 
+bool is_loopback_host(std::string_view host) {
+  if (host.starts_with('[')) return host == "[::1]" || host.starts_with("[::1]:");
+  host = host.substr(0, host.find(':'));
+  if (equals_ignoring_case(host, "localhost")) return true;
+  if (host.size() > 10 && equals_ignoring_case(host.substr(host.size() - 10), ".localhost")) return true;
+  // 127.0.0.0/8 as a dotted quad of digits only.
+  if (!host.starts_with("127.")) return false;
+  int dots = 0;
+  for (const char c : host) {
+    if (c == '.') {
+      ++dots;
+    } else if (c < '0' || c > '9') {
+      return false;
+    }
+  }
+  return dots == 3;
+}
+
 std::string own_origin(const WebRequest& request, const WebListener& listener) {
   return std::string(listener.tls ? "https://" : "http://") + std::string(request_header_value(request, "Host"));
 }

@@ -76,6 +76,12 @@ std::optional<WebIdentity> identify_tcp(const WebRequest& request, WebLogins& lo
 /// for a bearer-token request) X-Deskd-Csrf is not the identity's csrf.
 std::string csrf_refusal(const WebRequest& request, const WebIdentity& identity, std::string_view own_origin);
 
+/// Whether `host` (a Host header, with or without its port) names this machine's loopback:
+/// localhost, a name under .localhost, 127.0.0.0/8 or [::1]. The Unix socket answers only
+/// those (or no Host at all): a page that rebinds its own DNS name to a port the socket is
+/// forwarded to would otherwise be same-origin to the browser, and the socket has no login.
+bool is_loopback_host(std::string_view host);
+
 /// "http://" or "https://" and the request's Host: the origin a same-site page sends.
 std::string own_origin(const WebRequest& request, const WebListener& listener);
 

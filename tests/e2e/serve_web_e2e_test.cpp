@@ -72,6 +72,17 @@ TEST_F(ServeWebE2eTest, TheWebSocketServesPageAndOpsToAllowedPeersAndNothingToOt
   const auto session = client.exchange(http_request("GET", "/api/session"));
   ASSERT_TRUE(session);
   EXPECT_EQ(session->header("Cache-Control"), "no-store");
+  // A page that rebinds its own name to the forwarded socket is not answered (the socket has
+  // no login): only loopback names are.
+  const auto rebound = client.exchange(http_request("GET", "/api/session", {}, {}, "rebound.example:8440"));
+  ASSERT_TRUE(rebound);
+  EXPECT_EQ(rebound->status, 421);
+  EXPECT_THAT(rebound->body, Not(HasSubstr("csrf")));
+  for (const char* host : {"127.0.0.1:8440", "[::1]:8440", "deskd.localhost"}) {
+    const auto loopback = client.exchange(http_request("GET", "/api/session", {}, {}, host));
+    ASSERT_TRUE(loopback) << host;
+    EXPECT_EQ(loopback->status, 200) << host;
+  }
   const auto identity = parsed(session->body);
   EXPECT_EQ(field(identity, "user"), "uid " + std::to_string(::geteuid()) + (::geteuid() == 0 ? " (root)" : ""))
       << session->body;
@@ -156,7 +167,7 @@ TEST_F(ServeWebE2eTest, TcpNeedsALoginForgedPostsChangeNothingAndTheTokenNeverSh
 
   // Forged cross-site POSTs: each refused, and the desk never hears of them.
   const std::string send = R"({"op": "send", "desk": "one", "text": "forged-request-text"})";
-  const std::string origin = "http://deskd.test";
+  const std::string origin = "http://localhost";
   const std::vector<std::vector<std::pair<std::string, std::string>>> forgeries = {
       {{"Cookie", cookie}, {"Content-Type", "application/json"}},
       {{"Cookie", cookie}, {"Content-Type", "application/json"}, {"X-Deskd-Csrf", std::string(64, 'a')}},

@@ -29,7 +29,7 @@ struct HttpReply {
 /// there is a body.
 std::string http_request(std::string_view method, std::string_view target,
                          const std::vector<std::pair<std::string, std::string>>& headers = {},
-                         std::string_view body = {}, std::string_view host = "deskd.test");
+                         std::string_view body = {}, std::string_view host = "localhost");
 
 class WebClient {
  public:

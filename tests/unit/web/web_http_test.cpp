@@ -153,3 +153,20 @@ TEST_F(WebHttpTest, ApiRepliesAreNotStoredAndQueryParametersAreDecoded) {
 
 }  // namespace
 }  // namespace deskd::web
+
+namespace deskd::web {
+namespace {
+
+TEST(WebHostTest, OnlyLoopbackNamesAreLoopback) {
+  for (const char* host : {"localhost", "LOCALHOST:8440", "deskd.localhost", "127.0.0.1", "127.1.2.3:80", "[::1]",
+                           "[::1]:8440"}) {
+    EXPECT_TRUE(is_loopback_host(host)) << host;
+  }
+  for (const char* host : {"", "rebound.example", "localhost.example", "127.0.0.1.evil.example", "128.0.0.1",
+                           "[::2]", "[::1", "127.0.0.x", "evillocalhost"}) {
+    EXPECT_FALSE(is_loopback_host(host)) << host;
+  }
+}
+
+}  // namespace
+}  // namespace deskd::web
