@@ -292,30 +292,6 @@ Result<std::optional<SandboxCgroup>> create_sandbox_cgroup(DeskCgroupSlot& desk,
   return create_in_desk(std::move(desk_cgroup), desk.use());
 }
 
-namespace {
-
-// The cgroup2 mount point, and whether any cgroup hierarchy is mounted with favordynmods:
-// with it the kernel keeps cgroup_threadgroup_rwsem ready for writers, and moving a
-// process into a v1 cgroup no longer waits for an RCU grace period (forks pay a little).
-struct DynmodsState {
-  std::string cgroup2_mount;
-  bool favoured = false;
-};
-
-DynmodsState dynmods_state() {
-  DynmodsState state;
-  std::ifstream mounts("/proc/self/mounts");
-  std::string source, target, type, options, rest;
-  while (mounts >> source >> target >> type >> options && std::getline(mounts, rest)) {
-    if (type != "cgroup" && type != "cgroup2") continue;
-    if (type == "cgroup2" && state.cgroup2_mount.empty()) state.cgroup2_mount = target;
-    if (("," + options + ",").find(",favordynmods,") != std::string::npos) state.favoured = true;
-  }
-  return state;
-}
-
-}  // namespace
-
 SupportCheck check_desk_limits() {
   SupportCheck check;
   check.name = "per-desk limits";
@@ -323,15 +299,11 @@ SupportCheck check_desk_limits() {
   if (delegated_cgroup_directory()) {
     check.detail = "cgroup v2: memory, processes and CPU for each desk as a whole";
   } else if (const auto found = cgroup_instance::kind()) {
+    // No favordynmods hint any more: a sandbox joins its v1 cgroup through `tasks`, a move
+    // that never waits for the kernel's RCU grace period (launcher.cpp, open_cgroup_joins)
+    // on any kernel that has favordynmods (6.2 and later).
     check.detail = std::string("cgroup v1 (deskd is root on a hybrid host): memory and processes") +
                    (found->cpu ? " and CPU" : "") + " for each desk as a whole";
-    const DynmodsState dynmods = dynmods_state();
-    if (!dynmods.favoured && !dynmods.cgroup2_mount.empty()) {
-      check.detail +=
-          "; each sandbox's move into its cgroup may wait ~10 ms for the kernel (an RCU grace "
-          "period), which `mount -o remount,favordynmods " +
-          dynmods.cgroup2_mount + "` removes at a small cost to every fork";
-    }
   } else {
     check.available = false;
     check.detail = std::string(
