@@ -65,7 +65,8 @@ Result<Instance> make_instance(const std::string& parent) {
       continue;
     }
     instance.lock.reset(::open(instance.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    struct stat opened {}, named {};
+    struct stat opened {
+    }, named{};
     if (instance.lock && ::flock(instance.lock.get(), LOCK_EX | LOCK_NB) == 0 &&
         ::fstat(instance.lock.get(), &opened) == 0 && ::stat(instance.path.c_str(), &named) == 0 &&
         opened.st_ino == named.st_ino) {
@@ -129,7 +130,8 @@ Result<std::optional<Held>> make_parents() {
   if (!memory || !pids) return std::optional<Held>();
   const auto cpu = cgroup_v1::own_folder("cpu");
   held.parents.version2 = false;
-  for (const auto& [parent, target] : {std::pair{&*memory, &held.parents.memory}, std::pair{&*pids, &held.parents.pids}}) {
+  for (const auto& [parent, target] :
+       {std::pair{&*memory, &held.parents.memory}, std::pair{&*pids, &held.parents.pids}}) {
     remove_stale(*parent);
     DESKD_ASSIGN_OR_RETURN(Instance instance, make_instance(*parent));
     *target = instance.path;
@@ -145,7 +147,49 @@ Result<std::optional<Held>> make_parents() {
   return std::optional<Held>(std::move(held));
 }
 
+// The v1 folders a single-use sandbox is made in: deskd's own in each hierarchy it needs.
+Result<std::optional<std::vector<std::string>>> single_use_parents_v1(bool with_cpu) {
+  const auto memory = cgroup_v1::own_folder("memory");
+  const auto pids = cgroup_v1::own_folder("pids");
+  if (!memory || !pids) return std::optional<std::vector<std::string>>();
+  std::vector<std::string> parents{*memory, *pids};
+  if (with_cpu) {
+    const auto cpu = cgroup_v1::own_folder("cpu");
+    if (!cpu) {
+      return Error::make(ErrorCode::unsupported,
+                         "A CPU limit was asked for, but this host's cgroup v1 has no cpu hierarchy deskd can use.");
+    }
+    parents.push_back(*cpu);
+  }
+  return std::optional<std::vector<std::string>>(std::move(parents));
+}
+
 }  // namespace
+
+Result<std::optional<SingleUseFolders>> make_single_use(bool with_cpu) {
+  SingleUseFolders made;
+  std::vector<std::string> parents;
+  if (const auto directory = delegated_cgroup_directory()) {
+    DESKD_ASSIGN_OR_RETURN(const std::string parent, prepare_delegated(*directory));
+    parents.push_back(parent);
+  } else {
+    DESKD_ASSIGN_OR_RETURN(auto v1_parents, single_use_parents_v1(with_cpu));
+    if (!v1_parents) return std::optional<SingleUseFolders>();
+    made.version2 = false;
+    parents = std::move(*v1_parents);
+  }
+  for (const auto& parent : parents) {
+    remove_stale(parent);
+    auto instance = make_instance(parent);
+    if (!instance.ok()) {
+      for (const auto& folder : made.folders) ::rmdir(folder.c_str());
+      return instance.error();
+    }
+    made.folders.push_back(std::move(instance->path));
+    made.locks.push_back(std::move(instance->lock));
+  }
+  return std::optional<SingleUseFolders>(std::move(made));
+}
 
 Result<void> write_file(const std::string& path, const std::string& text) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));

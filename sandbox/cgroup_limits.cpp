@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -80,6 +79,30 @@ void remove_folders(const std::vector<std::string>& folders) {
   }
 }
 
+// The CPU limit's period and the quota in it, in microseconds, as both cgroup versions take
+// them. Rounded by hand: std::lround was the one libm function the lean deskd used, and
+// loading libm cost every `deskd sandbox` a library (cpus is at least kMinimumCpus > 0).
+constexpr long kCpuPeriod = 100000;
+long cpu_quota(double cpus) { return static_cast<long>(cpus * kCpuPeriod + 0.5); }
+
+// The desk's limits, in its v1 folders: memory, pids, then cpu when it has a CPU limit.
+Result<void> limit_desk_version1(const std::vector<std::string>& folders, const ResourceLimits& limits) {
+  const std::string& memory = folders[0];
+  DESKD_RETURN_IF_ERROR(write_file(folders[1] + "/pids.max", std::to_string(limits.processes)));
+  if (limits.memory_bytes) {
+    DESKD_RETURN_IF_ERROR(write_file(memory + "/memory.limit_in_bytes", std::to_string(*limits.memory_bytes)));
+    // memory and swap together: a hog must be stopped, not pushed into swap.
+    if (exists(memory + "/memory.memsw.limit_in_bytes")) {
+      DESKD_RETURN_IF_ERROR(write_file(memory + "/memory.memsw.limit_in_bytes", std::to_string(*limits.memory_bytes)));
+    }
+  }
+  if (limits.cpus) {
+    DESKD_RETURN_IF_ERROR(write_file(folders[2] + "/cpu.cfs_period_us", std::to_string(kCpuPeriod)));
+    DESKD_RETURN_IF_ERROR(write_file(folders[2] + "/cpu.cfs_quota_us", std::to_string(cpu_quota(*limits.cpus))));
+  }
+  return success();
+}
+
 // Under a root deskd on a hybrid host: one desk folder per hierarchy, the same name in each.
 Result<std::shared_ptr<DeskCgroup>> create_desk_version1(const cgroup_instance::Parents& parents,
                                                          const ResourceLimits& limits) {
@@ -92,27 +115,12 @@ Result<std::shared_ptr<DeskCgroup>> create_desk_version1(const cgroup_instance::
   if (limits.cpus) folders.push_back(*parents.cpu + "/" + name);
   DESKD_RETURN_IF_ERROR(make_folders(folders));
   auto desk = std::make_shared<DeskCgroup>(CgroupVersion::one, folders);
-  const std::string& memory = folders[0];
-  DESKD_RETURN_IF_ERROR(write_file(folders[1] + "/pids.max", std::to_string(limits.processes)));
-  if (limits.memory_bytes) {
-    DESKD_RETURN_IF_ERROR(write_file(memory + "/memory.limit_in_bytes", std::to_string(*limits.memory_bytes)));
-    // memory and swap together: a hog must be stopped, not pushed into swap.
-    if (exists(memory + "/memory.memsw.limit_in_bytes")) {
-      DESKD_RETURN_IF_ERROR(write_file(memory + "/memory.memsw.limit_in_bytes", std::to_string(*limits.memory_bytes)));
-    }
-  }
-  if (limits.cpus) {
-    constexpr long kPeriod = 100000;
-    DESKD_RETURN_IF_ERROR(write_file(folders[2] + "/cpu.cfs_period_us", std::to_string(kPeriod)));
-    DESKD_RETURN_IF_ERROR(write_file(folders[2] + "/cpu.cfs_quota_us", std::to_string(std::lround(*limits.cpus * kPeriod))));
-  }
+  DESKD_RETURN_IF_ERROR(limit_desk_version1(folders, limits));
   return desk;
 }
 
-Result<std::shared_ptr<DeskCgroup>> create_desk_version2(const std::string& parent, const ResourceLimits& limits) {
-  const std::string path = parent + "/" + random_name("desk");
-  DESKD_RETURN_IF_ERROR(make_folders({path}));
-  auto desk = std::make_shared<DeskCgroup>(CgroupVersion::two, std::vector<std::string>{path});
+// The desk's limits, in its v2 folder.
+Result<void> limit_desk_version2(const std::string& path, const ResourceLimits& limits) {
   DESKD_RETURN_IF_ERROR(write_file(path + "/pids.max", std::to_string(limits.processes)));
   if (limits.memory_bytes) {
     DESKD_RETURN_IF_ERROR(write_file(path + "/memory.max", std::to_string(*limits.memory_bytes)));
@@ -122,12 +130,20 @@ Result<std::shared_ptr<DeskCgroup>> create_desk_version2(const std::string& pare
   if (limits.cpus) {
     if (!exists(path + "/cpu.max")) {
       return Error::make(ErrorCode::unsupported,
-                         "A CPU limit was asked for, but the cpu controller is not delegated to " + parent + ".");
+                         "A CPU limit was asked for, but the cpu controller is not delegated to " +
+                             path.substr(0, path.rfind('/')) + ".");
     }
-    constexpr long kPeriod = 100000;
-    const long quota = std::lround(*limits.cpus * kPeriod);
-    DESKD_RETURN_IF_ERROR(write_file(path + "/cpu.max", std::to_string(quota) + " " + std::to_string(kPeriod)));
+    DESKD_RETURN_IF_ERROR(
+        write_file(path + "/cpu.max", std::to_string(cpu_quota(*limits.cpus)) + " " + std::to_string(kCpuPeriod)));
   }
+  return success();
+}
+
+Result<std::shared_ptr<DeskCgroup>> create_desk_version2(const std::string& parent, const ResourceLimits& limits) {
+  const std::string path = parent + "/" + random_name("desk");
+  DESKD_RETURN_IF_ERROR(make_folders({path}));
+  auto desk = std::make_shared<DeskCgroup>(CgroupVersion::two, std::vector<std::string>{path});
+  DESKD_RETURN_IF_ERROR(limit_desk_version2(path, limits));
   // The sandboxes' own cgroups need the controllers for their counters (memory.events,
   // pids.events); they get no limits of their own.
   for (const char* controller : {"+memory", "+pids"}) {
@@ -136,19 +152,40 @@ Result<std::shared_ptr<DeskCgroup>> create_desk_version2(const std::string& pare
   return desk;
 }
 
-// A sandbox's cgroup: a folder of a random name inside each of the desk's folders.
-Result<std::optional<SandboxCgroup>> create_in_desk(std::shared_ptr<DeskCgroup> desk) {
-  const std::string name = random_name("sandbox");
+// A desk of one sandbox (DeskCgroupSlot::Use::one_sandbox): the instance folders made for
+// it carry the limits and hold the sandbox itself.
+Result<std::shared_ptr<DeskCgroup>> create_single_use_desk(const ResourceLimits& limits) {
+  DESKD_ASSIGN_OR_RETURN(auto made, cgroup_instance::make_single_use(limits.cpus.has_value()));
+  if (!made) return std::shared_ptr<DeskCgroup>();
+  const CgroupVersion version = made->version2 ? CgroupVersion::two : CgroupVersion::one;
+  auto desk = std::make_shared<DeskCgroup>(version, made->folders, std::move(made->locks));
+  DESKD_RETURN_IF_ERROR(version == CgroupVersion::two ? limit_desk_version2(made->folders[0], limits)
+                                                      : limit_desk_version1(made->folders, limits));
+  return desk;
+}
+
+// A sandbox's cgroup: a folder of a random name inside each of the desk's folders; for a
+// desk of one sandbox, the desk's folders themselves.
+Result<std::optional<SandboxCgroup>> create_in_desk(std::shared_ptr<DeskCgroup> desk, DeskCgroupSlot::Use use) {
+  const bool is_desk = use == DeskCgroupSlot::Use::one_sandbox;
+  if (is_desk && desk.use_count() > 1) {
+    return Error::make(ErrorCode::internal,
+                       "A desk cgroup made for one sandbox was asked for a second while the first still runs.");
+  }
   std::vector<std::string> folders;
-  for (const auto& desk_folder : desk->folders()) folders.push_back(desk_folder + "/" + name);
-  DESKD_RETURN_IF_ERROR(make_folders(folders));
+  if (!is_desk) {
+    const std::string name = random_name("sandbox");
+    for (const auto& desk_folder : desk->folders()) folders.push_back(desk_folder + "/" + name);
+    DESKD_RETURN_IF_ERROR(make_folders(folders));
+  }
   UniqueFd directory;
   if (desk->version() == CgroupVersion::two) {
-    directory.reset(::open(folders[0].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    const std::string& folder = is_desk ? desk->folders()[0] : folders[0];
+    directory.reset(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!directory) {
       const int error_number = errno;
-      ::rmdir(folders[0].c_str());
-      return Error::from_errno(error_number, "Opening the cgroup " + folders[0] + " failed");
+      if (!is_desk) ::rmdir(folder.c_str());
+      return Error::from_errno(error_number, "Opening the cgroup " + folder + " failed");
     }
   }
   return std::optional<SandboxCgroup>(SandboxCgroup(std::move(desk), std::move(folders), std::move(directory)));
@@ -169,11 +206,16 @@ std::uint64_t DeskCgroup::process_limit_hits() const {
 Result<std::shared_ptr<DeskCgroup>> DeskCgroupSlot::acquire(const ResourceLimits& limits) {
   std::lock_guard lock(mutex_);
   if (auto desk = current_.lock()) return desk;
+  if (use_ == Use::one_sandbox) {
+    DESKD_ASSIGN_OR_RETURN(std::shared_ptr<DeskCgroup> desk, create_single_use_desk(limits));
+    current_ = desk;
+    return desk;
+  }
   DESKD_ASSIGN_OR_RETURN(const cgroup_instance::Parents* parents, cgroup_instance::parents());
   if (parents == nullptr) return std::shared_ptr<DeskCgroup>();
-  DESKD_ASSIGN_OR_RETURN(std::shared_ptr<DeskCgroup> desk,
-                         parents->version2 ? create_desk_version2(parents->unified, limits)
-                                           : create_desk_version1(*parents, limits));
+  DESKD_ASSIGN_OR_RETURN(std::shared_ptr<DeskCgroup> desk, parents->version2
+                                                               ? create_desk_version2(parents->unified, limits)
+                                                               : create_desk_version1(*parents, limits));
   current_ = desk;
   return desk;
 }
@@ -182,6 +224,7 @@ SandboxCgroup& SandboxCgroup::operator=(SandboxCgroup&& other) noexcept {
   if (this != &other) {
     destroy();
     desk_ = std::move(other.desk_);
+    is_desk_ = other.is_desk_;
     folders_ = std::move(other.folders_);
     directory_ = std::move(other.directory_);
     process_counter_ = std::move(other.process_counter_);
@@ -210,7 +253,7 @@ LimitHits SandboxCgroup::limit_hits() const {
     hits.memory_kills = keyed_counter(memory_counter_, folders_[0] + "/memory.oom_control", "oom_kill");
     hits.process_limit = keyed_counter(process_counter_, folders_[1] + "/pids.events", "max");
   }
-  hits.process_limit += desk_->process_limit_hits();
+  if (!is_desk_) hits.process_limit += desk_->process_limit_hits();
   return hits;
 }
 
@@ -238,7 +281,7 @@ void SandboxCgroup::destroy() {
   directory_.reset();
   process_counter_.reset();
   memory_counter_.reset();
-  remove_folders(folders_);
+  if (!is_desk_) remove_folders(folders_);
   folders_.clear();
   desk_.reset();  // the desk's cgroup goes with its last sandbox
 }
@@ -246,32 +289,8 @@ void SandboxCgroup::destroy() {
 Result<std::optional<SandboxCgroup>> create_sandbox_cgroup(DeskCgroupSlot& desk, const ResourceLimits& limits) {
   DESKD_ASSIGN_OR_RETURN(std::shared_ptr<DeskCgroup> desk_cgroup, desk.acquire(limits));
   if (!desk_cgroup) return std::optional<SandboxCgroup>();
-  return create_in_desk(std::move(desk_cgroup));
+  return create_in_desk(std::move(desk_cgroup), desk.use());
 }
-
-namespace {
-
-// The cgroup2 mount point, and whether any cgroup hierarchy is mounted with favordynmods:
-// with it the kernel keeps cgroup_threadgroup_rwsem ready for writers, and moving a
-// process into a v1 cgroup no longer waits for an RCU grace period (forks pay a little).
-struct DynmodsState {
-  std::string cgroup2_mount;
-  bool favoured = false;
-};
-
-DynmodsState dynmods_state() {
-  DynmodsState state;
-  std::ifstream mounts("/proc/self/mounts");
-  std::string source, target, type, options, rest;
-  while (mounts >> source >> target >> type >> options && std::getline(mounts, rest)) {
-    if (type != "cgroup" && type != "cgroup2") continue;
-    if (type == "cgroup2" && state.cgroup2_mount.empty()) state.cgroup2_mount = target;
-    if (("," + options + ",").find(",favordynmods,") != std::string::npos) state.favoured = true;
-  }
-  return state;
-}
-
-}  // namespace
 
 SupportCheck check_desk_limits() {
   SupportCheck check;
@@ -280,19 +299,17 @@ SupportCheck check_desk_limits() {
   if (delegated_cgroup_directory()) {
     check.detail = "cgroup v2: memory, processes and CPU for each desk as a whole";
   } else if (const auto found = cgroup_instance::kind()) {
+    // No favordynmods hint any more: a sandbox joins its v1 cgroup through `tasks`, a move
+    // that never waits for the kernel's RCU grace period (launcher.cpp, open_cgroup_joins)
+    // on any kernel that has favordynmods (6.2 and later).
     check.detail = std::string("cgroup v1 (deskd is root on a hybrid host): memory and processes") +
                    (found->cpu ? " and CPU" : "") + " for each desk as a whole";
-    const DynmodsState dynmods = dynmods_state();
-    if (!dynmods.favoured && !dynmods.cgroup2_mount.empty()) {
-      check.detail += "; each sandbox's move into its cgroup may wait ~10 ms for the kernel (an RCU grace "
-                      "period), which `mount -o remount,favordynmods " +
-                      dynmods.cgroup2_mount + "` removes at a small cost to every fork";
-    }
   } else {
     check.available = false;
-    check.detail = std::string("rlimits only, so memory is limited per process, not per desk: each process may map "
-                               "the desk's memory limit (RLIMIT_AS), and a desk's processes together may hold more; "
-                               "each sandbox's /tmp and /dev/shm hold at most half the limit each; ") +
+    check.detail = std::string(
+                       "rlimits only, so memory is limited per process, not per desk: each process may map "
+                       "the desk's memory limit (RLIMIT_AS), and a desk's processes together may hold more; "
+                       "each sandbox's /tmp and /dev/shm hold at most half the limit each; ") +
                    memory_pinning_calls() +
                    " are refused (what they hold escapes RLIMIT_AS); pipe and socket buffers are not counted; "
                    "processes are counted per uid (RLIMIT_NPROC); no CPU limit";

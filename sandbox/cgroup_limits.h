@@ -3,6 +3,8 @@
 // the desk as a whole (rlimits count per process or per uid), and each of its sandboxes a
 // child cgroup without limits of its own:
 //   <instance-…>/desk-<hex>/sandbox-<hex>   (names random, never a host pid)
+// A process that runs one sandbox and exits (`deskd sandbox`, DeskCgroupSlot::Use) makes
+// one folder instead, <instance-…>, which is the desk's and the sandbox's cgroup at once.
 // Two kinds:
 //   - cgroup v2, when deskd has a delegated subtree (systemd's Delegate=yes);
 //   - cgroup v1, when deskd is root on a hybrid host whose memory and pids controllers are
@@ -11,8 +13,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,10 @@ enum class CgroupVersion { two, one };
 /// it (when the last is gone) removes it.
 class DeskCgroup {
  public:
-  DeskCgroup(CgroupVersion version, std::vector<std::string> folders) : version_(version), folders_(std::move(folders)) {}
+  /// `locks`: flocks held on the folders until they are removed (a single-use desk's
+  /// folders are instance folders, cgroup_instance.h).
+  DeskCgroup(CgroupVersion version, std::vector<std::string> folders, std::vector<UniqueFd> locks = {})
+      : version_(version), folders_(std::move(folders)), locks_(std::move(locks)) {}
   DeskCgroup(const DeskCgroup&) = delete;
   DeskCgroup& operator=(const DeskCgroup&) = delete;
   ~DeskCgroup();
@@ -53,6 +58,7 @@ class DeskCgroup {
  private:
   CgroupVersion version_;
   std::vector<std::string> folders_;
+  std::vector<UniqueFd> locks_;  // released after the folders are removed
   mutable std::mutex mutex_;
   mutable UniqueFd process_counter_;
 };
@@ -62,8 +68,13 @@ class DeskCgroup {
 class SandboxCgroup {
  public:
   using Version = CgroupVersion;
+  /// `folders` empty: the sandbox's cgroup is the desk's own (a DeskCgroupSlot of one
+  /// sandbox), which the desk removes.
   SandboxCgroup(std::shared_ptr<DeskCgroup> desk, std::vector<std::string> folders, UniqueFd directory)
-      : desk_(std::move(desk)), folders_(std::move(folders)), directory_(std::move(directory)) {}
+      : desk_(std::move(desk)),
+        is_desk_(folders.empty()),
+        folders_(is_desk_ ? desk_->folders() : std::move(folders)),
+        directory_(std::move(directory)) {}
   SandboxCgroup(SandboxCgroup&& other) noexcept = default;
   SandboxCgroup& operator=(SandboxCgroup&& other) noexcept;
   SandboxCgroup(const SandboxCgroup&) = delete;
@@ -88,6 +99,7 @@ class SandboxCgroup {
  private:
   void destroy();
   std::shared_ptr<DeskCgroup> desk_;  // released after this cgroup is removed
+  bool is_desk_ = false;              // the desk's folders: the desk removes them
   std::vector<std::string> folders_;
   UniqueFd directory_;
   mutable UniqueFd process_counter_;  // pids.events, opened at the first limit_hits()

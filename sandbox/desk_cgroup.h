@@ -17,12 +17,21 @@ struct ResourceLimits;  // sandbox_spec.h
 
 class DeskCgroupSlot {
  public:
+  /// `shared`: the desk's sandboxes come and go (a daemon's desk), each in a cgroup of its
+  /// own under the desk's. `one_sandbox`: the process runs one sandbox of this desk and exits
+  /// (`deskd sandbox`), so the sandbox's cgroup is the desk's: one folder per hierarchy,
+  /// made and removed once (cgroup_instance.h, make_single_use).
+  enum class Use { shared, one_sandbox };
+  explicit DeskCgroupSlot(Use use = Use::shared) : use_(use) {}
+  Use use() const { return use_; }
+
   /// The desk's cgroup while any sandbox of the desk holds it; else a new one with
   /// `limits` (the desk's cgroup goes when its last sandbox is gone). nullptr when the host
   /// gives deskd no cgroup; an error when it does but the cgroup cannot be made.
   Result<std::shared_ptr<DeskCgroup>> acquire(const ResourceLimits& limits);
 
  private:
+  Use use_;
   std::mutex mutex_;
   std::weak_ptr<DeskCgroup> current_;
 };

@@ -56,7 +56,8 @@ struct Pipe {
 
 Result<Pipe> make_pipe(const char* purpose) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno(errno, std::string("Creating the ") + purpose + " pipe failed");
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    return Error::from_errno(errno, std::string("Creating the ") + purpose + " pipe failed");
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
@@ -118,6 +119,7 @@ struct Launch {
   ChildContext context;
   std::vector<std::string> cgroup_procs;
   /// cgroup v1: the child joins its cgroup itself (joins_v1_cgroup), through these files.
+  std::vector<std::string> cgroup_join_paths;
   std::vector<UniqueFd> cgroup_join_files;
   bool joins_v1_cgroup = false;
   Pipe sync;
@@ -181,8 +183,8 @@ int relay_descriptor(const Launch& launch, const StandardStreams& streams) {
 
 Result<void> plan_init(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
                        const StandardStreams& streams, Launch& launch) {
-  const auto candidates = command.empty() ? std::vector<std::string>{}
-                                          : executable_candidates(command.front(), spec.environment);
+  const auto candidates =
+      command.empty() ? std::vector<std::string>{} : executable_candidates(command.front(), spec.environment);
   DESKD_ASSIGN_OR_RETURN(launch.egress, plan_egress(spec, mode == DESKD_INIT_RUN));
   DESKD_ASSIGN_OR_RETURN(launch.init_spec, write_init_spec(mode, candidates, command, spec.environment,
                                                            relay_descriptor(launch, streams), launch.egress.listeners));
@@ -215,15 +217,23 @@ Result<void> fill_child_context(const SandboxSpec& spec, const StandardStreams& 
 
 // cgroup v1 has no CLONE_INTO_CGROUP: the child joins its cgroup itself, through files
 // opened here (the child cannot open them: its mounts and identity are not the host's).
+// It writes "0" to each `tasks` file, not to `cgroup.procs`: the child is a process of one
+// thread, so moving that thread moves all of it, and a thread that moves itself is the
+// one move recent kernels make without write-locking cgroup_threadgroup_rwsem
+// (cgroup_procs_write_start; older ones take the lock either way). Taking that lock waits
+// for an RCU grace period unless another move just happened: 14 to 23 ms on the 6.18 build
+// machine against 50 to 100 us through `tasks` (bench/README.md, cold start). The child's
+// descendants inherit its cgroup.
 Result<void> open_cgroup_joins(Launch& launch) {
   launch.joins_v1_cgroup = launch.cgroup && launch.cgroup->version() == SandboxCgroup::Version::one;
   launch.cgroup_procs = launch.cgroup ? launch.cgroup->procs_files() : std::vector<std::string>{};
   if (!launch.joins_v1_cgroup) return success();
-  for (const auto& procs_file : launch.cgroup_procs) {
-    UniqueFd procs(::open(procs_file.c_str(), O_WRONLY | O_CLOEXEC));
-    if (!procs) return Error::from_errno(errno, "The sandbox could not be set up: opening " + procs_file + " failed");
-    launch.context.cgroup_joins.push_back({procs.get(), procs_file.c_str()});
-    launch.cgroup_join_files.push_back(std::move(procs));
+  for (const auto& folder : launch.cgroup->folders()) launch.cgroup_join_paths.push_back(folder + "/tasks");
+  for (const auto& tasks_file : launch.cgroup_join_paths) {
+    UniqueFd tasks(::open(tasks_file.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!tasks) return Error::from_errno(errno, "The sandbox could not be set up: opening " + tasks_file + " failed");
+    launch.context.cgroup_joins.push_back({tasks.get(), tasks_file.c_str()});
+    launch.cgroup_join_files.push_back(std::move(tasks));
   }
   return success();
 }
@@ -248,8 +258,7 @@ Result<void> make_listener_channel(const SandboxSpec& spec, Launch& launch) {
 // Makes the child, which starts at run_sandbox_child, and drops what it now holds for itself.
 Result<SandboxedProcess> clone_sandbox(const SandboxSpec& spec, ChildMaking making, Launch& launch,
                                        SharedMemoryChild& shared) {
-  unsigned long long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                             CLONE_NEWCGROUP;
+  unsigned long long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
   if (spec.network != NetworkMode::host) flags |= CLONE_NEWNET;
   int raw_pidfd = -1;
   const int cgroup_fd = launch.cgroup ? launch.cgroup->directory_fd() : -1;

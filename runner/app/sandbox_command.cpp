@@ -114,6 +114,8 @@ int run_sandbox_command(std::span<const std::string_view> arguments, std::string
 
   auto spec = build_sandbox_spec(options);
   if (!spec.ok()) return setup_error(spec.error().what);
+  // This process runs one sandbox: its cgroup is the desk's (one folder per hierarchy).
+  spec->desk_cgroup = std::make_shared<sandbox::DeskCgroupSlot>(sandbox::DeskCgroupSlot::Use::one_sandbox);
 
   // Signals wait in a signalfd from before the launch, so none is lost in between.
   sigset_t forwarded;

@@ -2,14 +2,14 @@
 // run as root or as an ordinary user) every isolation piece but cgroup delegation is
 // there; optional pieces are only asserted where the kernel is new enough to have them.
 
-#include "sandbox/cgroup_limits.h"
 #include "sandbox/host_support.h"
+#include "sandbox/cgroup_limits.h"
 #include "sandbox/landlock_rules.h"
 #include "sandbox/own_user_namespace.h"
 
 #include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/utsname.h>
@@ -118,20 +118,13 @@ TEST(HostSupport, CgroupCheckAgreesWithTheDelegatedDirectory) {
   }
 }
 
-// On a hybrid host every sandbox's move into its v1 cgroup may wait for an RCU grace
-// period; the per-desk limits line says how an operator removes that wait, unless done.
-TEST(HostSupport, TheV1LimitsLineNamesFavordynmodsUntilItIsSet) {
+// On a hybrid host a sandbox joins its v1 cgroup through `tasks`, which never waits for an
+// RCU grace period: the per-desk limits line no longer asks for a favordynmods remount.
+TEST(HostSupport, TheV1LimitsLineAsksForNoFavordynmodsRemount) {
   const auto check = deskd::sandbox::check_desk_limits();
-  if (check.detail.rfind("cgroup v1", 0) != 0) GTEST_SKIP() << "the per-desk limits are not cgroup v1 here (the hint is for hybrid hosts): " << check.detail;
-  std::ifstream mounts("/proc/self/mounts");
-  const std::string text((std::istreambuf_iterator<char>(mounts)), std::istreambuf_iterator<char>());
-  const bool favoured = text.find("favordynmods") != std::string::npos;
-  const bool has_cgroup2 = text.find(" cgroup2 ") != std::string::npos;
-  if (favoured || !has_cgroup2) {
-    EXPECT_THAT(check.detail, testing::Not(testing::HasSubstr("favordynmods")));
-  } else {
-    EXPECT_THAT(check.detail, testing::HasSubstr("mount -o remount,favordynmods /"));
-  }
+  if (check.detail.rfind("cgroup v1", 0) != 0)
+    GTEST_SKIP() << "the per-desk limits are not cgroup v1 here: " << check.detail;
+  EXPECT_THAT(check.detail, testing::Not(testing::HasSubstr("favordynmods")));
 }
 
 TEST(HostSupport, FullSandboxNeedsEveryRequiredCheckOnly) {
@@ -166,7 +159,8 @@ ChildReport report_from_child(const std::function<std::string()>& work) {
   close(pipe_fds[1]);
   ChildReport report;
   char buffer[4096];
-  for (ssize_t got; (got = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) report.text.append(buffer, static_cast<std::size_t>(got));
+  for (ssize_t got; (got = read(pipe_fds[0], buffer, sizeof buffer)) > 0;)
+    report.text.append(buffer, static_cast<std::size_t>(got));
   close(pipe_fds[0]);
   int status = 0;
   report.exited_cleanly = waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -178,7 +172,8 @@ ChildReport report_from_child(const std::function<std::string()>& work) {
 TEST(HostSupport, AnUnprivilegedUserHasUserAndMountNamespaces) {
   if (geteuid() != 0) GTEST_SKIP() << "already unprivileged: the other tests cover this user";
   const ChildReport child = report_from_child([] {
-    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) return std::string("could not drop to uid 65534");
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+      return std::string("could not drop to uid 65534");
     // As a daemon exec'd by an ordinary user would be: dumpable, so /proc/self is its own.
     prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     std::string text;
