@@ -41,6 +41,10 @@ class FileOpener final : public policy::FileSystemCalls {
   /// Stops the helper; the next call starts a new one.
   void close();
 
+  /// Stops the helper when no call has ended within `idle` (the desk's idle terminal is
+  /// closed with it); says whether a helper still runs. A call under way counts as use.
+  bool close_if_unused_for(std::chrono::milliseconds idle);
+
  private:
   // One round trip; returns the reply's result (an opened descriptor for open), or -1 with
   // errno. A helper that cannot be started, or is gone or stuck, gives EIO.
@@ -54,6 +58,7 @@ class FileOpener final : public policy::FileSystemCalls {
   mutable std::mutex mutex_;
   mutable UniqueFd socket_;
   mutable std::optional<SandboxedProcess> helper_;
+  mutable std::chrono::steady_clock::time_point last_used_{};  // the end of the last call
 };
 
 }  // namespace deskd::sandbox

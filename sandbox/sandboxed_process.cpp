@@ -117,6 +117,11 @@ std::uint64_t descendants(pid_t pid) {
 
 }  // namespace
 
+std::uint64_t SandboxedProcess::processes_below_init() const {
+  if (exit_status_ || pid_ < 0) return 0;
+  return descendants(pid_);
+}
+
 LimitHits SandboxedProcess::limit_hits(std::uint64_t process_limit) const {
   if (cgroup_) return cgroup_->limit_hits();
   if (exit_status_ || pid_ < 0) return final_hits_;
