@@ -15,9 +15,10 @@ on it (as the user running this: root gives every desk its own uid and cgroup) a
   - all bash answered: every desk is sent one message at once (one connection, pipelined);
     its script's turn runs one bash command in the desk's sandbox; from the first send
     until the last TURN_FINISHED / TURN_FAILED seen on a follow of every desk;
-  - each desk's idle terminal: the PSS (/proc/PID/smaps_rollup) of every process under
-    deskd (the sandboxes' inits and bashes, and any file opener) once the turns are over,
-    divided by N.
+  - an idle desk's host memory (issue 34): the USS, PSS, RSS and page tables of every
+    process under deskd (each desk's inits, bash and file opener) once the turns are over,
+    what the desks' memory cgroups are charged less file cache, and deskd's RSS per desk;
+    with --idle-minutes, what is left once each desk's terminal was idle that long.
 
 Prints key=value lines for every run, then one table (medians over the runs) with the goals
 beside it. Exits 1 when something went wrong (a desk did not start, a turn failed, a bash did
@@ -56,10 +57,13 @@ GOALS = {  # metric: (goal text, test of the measured value) — issue 27's clos
 
 
 def per_desk(result, count):
-    """The sums over all desks, divided by the desks; and the idle desk's host memory: the USS
-    of its processes (the pages only they map: what closing them frees; PSS would add a share
-    of bash's and libc's pages, which the host holds once however many desks run) plus their
-    page tables, plus deskd's own RSS per desk once the desks ran their turns."""
+    """The sums over all desks, divided by the desks; and the idle desk's host memory: what its
+    cgroup is charged less file cache (its processes' private pages and the kernel's memory for
+    them: page tables, stacks, namespaces, mounts, pipes) when it has a cgroup, else the USS of
+    its processes (the pages only they map: what closing them frees; PSS would add a share of
+    bash's and libc's pages, which the host holds once however many desks run) plus their page
+    tables; the larger of the two when both are known; plus deskd's own RSS per desk once the
+    desks ran their turns."""
     for key in ("sandbox_rss_kb", "sandbox_pss_kb", "sandbox_uss_kb", "sandbox_page_tables_kb", "cgroup_usage_kb",
                 "cgroup_file_cache_kb", "cgroup_kernel_kb", "closed_sandbox_uss_kb"):
         if key in result:
@@ -67,8 +71,9 @@ def per_desk(result, count):
     if "cgroup_usage_kb" in result:
         result["cgroup_charge_kb_per_desk"] = (result["cgroup_usage_kb"] - result["cgroup_file_cache_kb"]) / count
     if "sandbox_uss_kb" in result and "deskd_kb_per_desk_after_bash" in result:
-        result["idle_desk_kb"] = (result["sandbox_uss_kb"] + result["sandbox_page_tables_kb"]) / count + \
-            result["deskd_kb_per_desk_after_bash"]
+        own = (result["sandbox_uss_kb"] + result["sandbox_page_tables_kb"]) / count
+        own = max(own, result.get("cgroup_charge_kb_per_desk", 0))
+        result["idle_desk_kb"] = own + result["deskd_kb_per_desk_after_bash"]
 
 
 
@@ -203,10 +208,13 @@ def idle_desks_memory(deskd_pid):
     for pid, _ in readings:
         names[command_name(pid)] = names.get(command_name(pid), 0) + 1
     found["sandbox_commands"] = ",".join(f"{name}:{count}" for name, count in sorted(names.items()))
-    # Each sandbox has a cgroup of its own inside its desk's: the desk's folder holds them all.
-    own = memory_cgroup(deskd_pid)
-    desk_folders = {os.path.dirname(folder) for folder in (memory_cgroup(pid) for pid in below)
-                    if folder is not None and folder != own}
+    # Each sandbox has a cgroup of its own inside its desk's (deskd's layout: .../desk-ID/
+    # sandbox-ID): the desk's folder holds them all. A process caught while it ends may show
+    # another folder; it is left out rather than charging the desk with its parents' whole tree.
+    folders = [memory_cgroup(pid) for pid in below]
+    desk_folders = {os.path.dirname(folder) for folder in folders
+                    if folder is not None and os.path.basename(folder).startswith("sandbox-")
+                    and os.path.basename(os.path.dirname(folder)).startswith("desk-")}
     charges = [charge for charge in (cgroup_charge_kb(folder) for folder in desk_folders) if charge is not None]
     if charges:
         found["cgroups"] = len(charges)
@@ -449,6 +457,8 @@ def main():
                              options.idle_minutes)
             if "deskd_rss_kb" in result and "deskd_rss_kb" in base:
                 result["deskd_kb_per_desk"] = (result["deskd_rss_kb"] - base["deskd_rss_kb"]) / (count - 1)
+                if "closed_deskd_rss_kb" in result:
+                    result["closed_deskd_kb_per_desk"] = (result["closed_deskd_rss_kb"] - base["deskd_rss_kb"]) / (count - 1)
                 if "deskd_rss_after_kb" in result:
                     result["deskd_kb_per_desk_after_bash"] = (result["deskd_rss_after_kb"] - base["deskd_rss_kb"]) / (count - 1)
             per_desk(result, count)
@@ -464,7 +474,7 @@ def main():
         ("deskd RSS per idle desk above the base (KB)", "deskd_kb_per_desk", "deskd_kb_per_desk", "{:.0f}"),
         ("  the same once every desk ran its turn (KB)", "deskd_kb_per_desk_after_bash", "", "{:.0f}"),
         ("every desk's bash answered after the sends (s)", "bash_s", "", "{:.2f}"),
-        ("idle desk: its processes' USS + page tables + deskd's (KB)", "idle_desk_kb", "idle_desk_kb", "{:.0f}"),
+        ("idle desk: its cgroup (or USS + page tables) + deskd's (KB)", "idle_desk_kb", "idle_desk_kb", "{:.0f}"),
         ("  its processes' USS per desk (KB)", "sandbox_uss_kb_per_desk", "", "{:.0f}"),
         ("  their PSS per desk (KB)", "sandbox_pss_kb_per_desk", "", "{:.0f}"),
         ("  their RSS per desk (KB)", "sandbox_rss_kb_per_desk", "", "{:.0f}"),
@@ -475,6 +485,7 @@ def main():
         ("processes under deskd after the turns", "sandbox_processes", "", "{:.0f}"),
         ("  after idle_terminal_minutes", "closed_sandbox_processes", "", "{:.0f}"),
         ("  their USS per desk then (KB)", "closed_sandbox_uss_kb_per_desk", "", "{:.0f}"),
+        ("  deskd RSS per desk above the base then (KB)", "closed_deskd_kb_per_desk", "", "{:.0f}"),
         ("turns failed, or bash not exit 0 (sum of runs)", None, "", None),
         ("deskd stop after SIGTERM (s)", "stop_s", "", "{:.2f}"),
         ("load average at the runs' start (1 min)", "load_start", "", "{:.1f}"),

@@ -104,14 +104,15 @@ bool FileOpener::ensure_started() const {
   return true;
 }
 
-bool FileOpener::close_if_unused_for(std::chrono::milliseconds idle) {
+std::optional<std::chrono::steady_clock::time_point> FileOpener::close_if_unused_for(std::chrono::milliseconds idle) {
+  const auto now = std::chrono::steady_clock::now();
   // A call holds the lock: it is in use, and the caller's loop must not wait for it.
   std::unique_lock lock(mutex_, std::try_to_lock);
-  if (!lock.owns_lock()) return true;
-  if (!helper_) return false;
-  if (std::chrono::steady_clock::now() - last_used_ < idle) return true;
+  if (!lock.owns_lock()) return now;
+  if (!helper_) return std::nullopt;
+  if (now - last_used_ < idle) return last_used_;
   stop();
-  return false;
+  return std::nullopt;
 }
 
 int FileOpener::call(deskd_file_request& request, int directory, deskd_file_reply* answer) const {

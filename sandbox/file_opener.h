@@ -42,8 +42,9 @@ class FileOpener final : public policy::FileSystemCalls {
   void close();
 
   /// Stops the helper when no call has ended within `idle` (the desk's idle terminal is
-  /// closed with it); says whether a helper still runs. A call under way counts as use.
-  bool close_if_unused_for(std::chrono::milliseconds idle);
+  /// closed with it). Returns when a helper still running was last used (now while a call
+  /// is under way), or nullopt when none runs.
+  std::optional<std::chrono::steady_clock::time_point> close_if_unused_for(std::chrono::milliseconds idle);
 
  private:
   // One round trip; returns the reply's result (an opened descriptor for open), or -1 with

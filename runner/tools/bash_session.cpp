@@ -309,8 +309,7 @@ BashSession::~BashSession() {
   if (state_->idle_timer) state_->idle_timer->cancel();
 }
 
-void BashSession::close_when_idle(std::chrono::milliseconds idle,
-                                  std::function<bool(std::chrono::milliseconds)> companion) {
+void BashSession::close_when_idle(std::chrono::milliseconds idle, IdleCompanion companion) {
   state_->idle_limit = idle;
   state_->idle_companion = std::move(companion);
 }

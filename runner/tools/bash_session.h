@@ -72,10 +72,12 @@ class BashSession {
   /// Closes the terminal once nothing used it for `idle` (no command, no background job
   /// left running); the next command starts a fresh one and is told so. `companion`, when
   /// given, is asked then too: it closes what else the desk keeps (its file opener) if that
-  /// was not used for `idle`, and says whether it still runs (it is asked again later).
+  /// was not used for `idle`, and returns when it was last used if it still runs (it is asked
+  /// again `idle` after that).
   /// Zero: never (the default).
-  void close_when_idle(std::chrono::milliseconds idle,
-                       std::function<bool(std::chrono::milliseconds)> companion = {});
+  using IdleCompanion =
+      std::function<std::optional<std::chrono::steady_clock::time_point>(std::chrono::milliseconds idle)>;
+  void close_when_idle(std::chrono::milliseconds idle, IdleCompanion companion = {});
 
   /// Stops bash for good; later calls return a "closed" outcome.
   boost::asio::awaitable<void> close();

@@ -45,8 +45,10 @@ awaitable<void> BashSession::State::watch_until_idle_closed(std::shared_ptr<Stat
       self->stop();
       self->closed_for_idle = true;
     }
-    if (!self->idle_companion || !self->idle_companion(self->idle_limit)) co_return;
-    self->last_used = now;  // the file opener is still in use: look again later
+    if (!self->idle_companion) co_return;
+    const auto companion_used = self->idle_companion(self->idle_limit);
+    if (!companion_used) co_return;
+    self->last_used = *companion_used;  // the file opener is still in use: look again later
   }
 }
 

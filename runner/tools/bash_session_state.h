@@ -93,9 +93,9 @@ struct BashSession::State {
 
   // Closing a terminal nobody used for `idle_limit` (bash_session_idle.cpp); zero: never.
   std::chrono::milliseconds idle_limit{0};
-  // Closes the desk's file opener when it too was not used for idle_limit; says whether it
-  // still runs (then the watch looks again later). Empty: the session has none to close.
-  std::function<bool(std::chrono::milliseconds)> idle_companion;
+  // Closes the desk's file opener when it too was not used for idle_limit; returns when one
+  // still running was last used (the watch looks again idle_limit after). Empty: none.
+  BashSession::IdleCompanion idle_companion;
   std::chrono::steady_clock::time_point last_used{};
   std::optional<boost::asio::steady_timer> idle_timer;  // armed while a watch runs
   // The terminal was closed for idleness: the next command is told it runs in a fresh one.
