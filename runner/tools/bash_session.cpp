@@ -309,11 +309,6 @@ BashSession::~BashSession() {
   if (state_->idle_timer) state_->idle_timer->cancel();
 }
 
-void BashSession::close_when_idle(std::chrono::milliseconds idle, IdleCompanion companion) {
-  state_->idle_limit = idle;
-  state_->idle_companion = std::move(companion);
-}
-
 double BashSession::timeout_seconds() const { return state_->timeout_seconds; }
 
 bool BashSession::reaches_network() const { return state_->spec.network != sandbox::NetworkMode::none; }

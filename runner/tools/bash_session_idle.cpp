@@ -52,6 +52,11 @@ awaitable<void> BashSession::State::watch_until_idle_closed(std::shared_ptr<Stat
   }
 }
 
+void BashSession::close_when_idle(std::chrono::milliseconds idle, IdleCompanion companion) {
+  state_->idle_limit = idle;
+  state_->idle_companion = std::move(companion);
+}
+
 void BashSession::State::watch_idle(const std::shared_ptr<State>& self) {
   if (self->idle_limit.count() <= 0 || self->closed) return;
   self->last_used = std::chrono::steady_clock::now();
