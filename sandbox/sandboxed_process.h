@@ -51,7 +51,8 @@ class SandboxedProcess {
   LimitHits limit_hits(std::uint64_t process_limit) const;
 
   /// How many processes run below the init now (the command and whatever it left running,
-  /// such as background jobs); 0 once it has ended. Reads /proc: a moment's look.
+  /// such as background jobs, each thread counted under a cgroup); 0 once it has ended.
+  /// From the sandbox's cgroup, else a walk of /proc: a moment's look.
   std::uint64_t processes_below_init() const;
 
  private:
