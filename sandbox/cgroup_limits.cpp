@@ -241,6 +241,17 @@ std::vector<std::string> SandboxCgroup::procs_files() const {
   return files;
 }
 
+std::optional<std::uint64_t> SandboxCgroup::tasks() const {
+  const bool two = version() == CgroupVersion::two;
+  if (folders_.size() < (two ? 1u : 2u)) return std::nullopt;  // v1: [memory, pids]
+  UniqueFd file(::open((folders_[two ? 0 : 1] + "/pids.current").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file) return std::nullopt;
+  char text[32] = {};
+  const ssize_t got = ::read(file.get(), text, sizeof text - 1);
+  if (got <= 0 || text[0] < '0' || text[0] > '9') return std::nullopt;
+  return std::strtoull(text, nullptr, 10);
+}
+
 LimitHits SandboxCgroup::limit_hits() const {
   LimitHits hits;
   if (folders_.empty()) return hits;

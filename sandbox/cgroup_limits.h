@@ -93,6 +93,10 @@ class SandboxCgroup {
   /// files open after the first call: a desk's bash asks before and after every command.
   LimitHits limit_hits() const;
 
+  /// The tasks in the sandbox's cgroup now (pids.current: its init, the command and what
+  /// the command left running); nullopt when this kernel keeps no count for it.
+  std::optional<std::uint64_t> tasks() const;
+
   /// Kills every process in the cgroup (cgroup.kill, or SIGKILL to each listed process).
   void kill_all();
 

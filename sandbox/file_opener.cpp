@@ -104,8 +104,24 @@ bool FileOpener::ensure_started() const {
   return true;
 }
 
+std::optional<std::chrono::steady_clock::time_point> FileOpener::close_if_unused_for(std::chrono::milliseconds idle) {
+  const auto now = std::chrono::steady_clock::now();
+  // A call holds the lock: it is in use, and the caller's loop must not wait for it.
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return now;
+  if (!helper_) return std::nullopt;
+  if (now - last_used_ < idle) return last_used_;
+  stop();
+  return std::nullopt;
+}
+
 int FileOpener::call(deskd_file_request& request, int directory, deskd_file_reply* answer) const {
   std::lock_guard lock(mutex_);
+  // Whatever way the call ends, it was a use (FileOpener::close_if_unused_for).
+  struct NoteUse {
+    std::chrono::steady_clock::time_point& last_used;
+    ~NoteUse() { last_used = std::chrono::steady_clock::now(); }
+  } note_use{last_used_};
   request.has_directory = directory >= 0 ? 1 : 0;
   // A request that never reached a helper is safe to send again, to a new one.
   for (int attempt = 0;; ++attempt) {

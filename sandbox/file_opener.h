@@ -41,6 +41,11 @@ class FileOpener final : public policy::FileSystemCalls {
   /// Stops the helper; the next call starts a new one.
   void close();
 
+  /// Stops the helper when no call has ended within `idle` (the desk's idle terminal is
+  /// closed with it). Returns when a helper still running was last used (now while a call
+  /// is under way), or nullopt when none runs.
+  std::optional<std::chrono::steady_clock::time_point> close_if_unused_for(std::chrono::milliseconds idle);
+
  private:
   // One round trip; returns the reply's result (an opened descriptor for open), or -1 with
   // errno. A helper that cannot be started, or is gone or stuck, gives EIO.
@@ -54,6 +59,7 @@ class FileOpener final : public policy::FileSystemCalls {
   mutable std::mutex mutex_;
   mutable UniqueFd socket_;
   mutable std::optional<SandboxedProcess> helper_;
+  mutable std::chrono::steady_clock::time_point last_used_{};  // the end of the last call
 };
 
 }  // namespace deskd::sandbox

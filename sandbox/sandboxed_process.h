@@ -50,6 +50,11 @@ class SandboxedProcess {
   /// processes, counted from its init down; memory cannot be told then.
   LimitHits limit_hits(std::uint64_t process_limit) const;
 
+  /// How many processes run below the init now (the command and whatever it left running,
+  /// such as background jobs, each thread counted under a cgroup); 0 once it has ended.
+  /// From the sandbox's cgroup, else a walk of /proc: a moment's look.
+  std::uint64_t processes_below_init() const;
+
  private:
   Result<std::optional<int>> reap(bool block);
   pid_t pid_ = -1;

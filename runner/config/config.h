@@ -168,6 +168,12 @@ struct DeskConfig {
   std::string mode = "dry_run";         ///< "dry_run" or "live"
   double timeout_seconds = 120;         ///< one bash command
   std::size_t maximum_output_characters = 20000;
+  /// `idle_terminal_minutes`: the terminal (and file opener) unused this long is closed;
+  /// zero: never. 30 minutes keeps a terminal through a conversation's pauses (a person
+  /// reading, a model waiting on a background job), yet frees the sandbox of a desk woken
+  /// by an hourly or daily schedule for the hours between; the next turn prepares a fresh
+  /// one in the background, so closing costs a desk its folder and variables, not a wait.
+  std::chrono::milliseconds idle_terminal = std::chrono::minutes(30);
   std::chrono::milliseconds stall_timeout = std::chrono::minutes(5);
   std::chrono::minutes catch_up_window = std::chrono::minutes(30);  ///< for missed schedules
   /// How many subagents (start_subagent) may run at once; 0 takes the tool away.

@@ -190,6 +190,9 @@ DeskDraft read_desk(const toml::table& table, const Config& config, const Sandbo
   if (auto characters = reader.whole("maximum_output_characters", 1, std::int64_t{1} << 26)) {
     desk.maximum_output_characters = static_cast<std::size_t>(*characters);
   }
+  if (auto minutes = reader.number("idle_terminal_minutes", {0, false, 7 * kSecondsInADay / 60})) {
+    desk.idle_terminal = std::chrono::milliseconds(std::llround(*minutes * 60000));
+  }
   if (auto seconds = reader.number("stall_timeout_seconds", {0, true, 7 * kSecondsInADay})) {
     desk.stall_timeout = std::chrono::milliseconds(std::llround(*seconds * 1000));
   }

@@ -257,7 +257,8 @@ Result<std::unique_ptr<AssembledDesk>> assemble_desk(boost::asio::any_io_executo
                                 : desk::SkillLibrary::scan(desk_config.directory));
 
   tools::DeskToolSettings tool_settings{std::move(spec).value(), desk_config.timeout_seconds,
-                                        desk_config.maximum_output_characters, desk_config.name, desk->proposals};
+                                        desk_config.maximum_output_characters, desk_config.name, desk->proposals,
+                                        desk_config.idle_terminal};
   auto registry = std::make_shared<tools::ToolRegistry>(tools::make_desk_tools(executor, tool_settings));
 
   auto provider = make_model_provider(executor, desk_config.model);

@@ -306,6 +306,7 @@ BashSession::BashSession(asio::any_io_executor executor, sandbox::SandboxSpec sp
 BashSession::~BashSession() {
   state_->closed = true;
   state_->stop();
+  if (state_->idle_timer) state_->idle_timer->cancel();
 }
 
 double BashSession::timeout_seconds() const { return state_->timeout_seconds; }
@@ -321,7 +322,9 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
     // A limit met since the last command (a fork bomb keeps forking after its command
     // returned) restarts the terminal before this one runs, in a sandbox of its own.
     const std::uint64_t refusals_before = state->spec.refusals ? state->spec.refusals->mark() : 0;
-    const std::string before = state->limits_note();
+    std::string before = state->limits_note();
+    // Closed for idleness since the last command: this one runs in a fresh terminal.
+    if (std::string idle = state->idle_note(); !idle.empty()) before = before.empty() ? idle : before + "\n" + idle;
     outcome = co_await state->run_locked(command);
     if (!before.empty()) outcome.output = before + "\n" + outcome.output;
     if (const std::string after = state->limits_note(outcome.output); !after.empty()) {
@@ -351,6 +354,7 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
   state->unlock();
   if (cancelled) std::rethrow_exception(cancelled);  // a /stop: the next turn prepares its own
   State::prepare_next(state);
+  State::watch_idle(state);
   co_return outcome;
 }
 
@@ -375,6 +379,7 @@ awaitable<void> BashSession::restart() {
   auto state = state_;
   co_await state->lock();
   state->stop();
+  state->closed_for_idle = false;  // the model asked for the fresh terminal: nothing to tell
   state->unlock();
   State::prepare_next(state);
 }
@@ -385,6 +390,7 @@ awaitable<void> BashSession::close() {
   // Not behind the lock: a running command is ended at once, and reports "closed".
   state_->closed = true;
   state_->stop();
+  if (state_->idle_timer) state_->idle_timer->cancel();
   co_return;
 }
 

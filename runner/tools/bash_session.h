@@ -6,12 +6,15 @@
 //
 // Commands are handed to a small loop inside bash one at a time, and the end of each is
 // reported on a separate pipe with a fresh random id and the exit status — never through
-// the command's own output, which stays exactly what the command printed.
+// the command's own output, which stays exactly what the command printed. A terminal left
+// idle may be closed (close_when_idle) to free the host's memory.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +68,16 @@ class BashSession {
   /// the next command need not wait for it; a start that fails is left to that command,
   /// which says why. Nothing once closed.
   void prepare();
+
+  /// Closes the terminal once nothing used it for `idle` (no command, no background job
+  /// left running); the next command starts a fresh one and is told so. `companion`, when
+  /// given, is asked then too: it closes what else the desk keeps (its file opener) if that
+  /// was not used for `idle`, and returns when it was last used if it still runs (it is asked
+  /// again `idle` after that).
+  /// Zero: never (the default).
+  using IdleCompanion =
+      std::function<std::optional<std::chrono::steady_clock::time_point>(std::chrono::milliseconds idle)>;
+  void close_when_idle(std::chrono::milliseconds idle, IdleCompanion companion = {});
 
   /// Stops bash for good; later calls return a "closed" outcome.
   boost::asio::awaitable<void> close();

@@ -1,12 +1,14 @@
 #pragma once
 // The state a BashSession shares with its coroutines, and the constants its two source
 // files (bash_session.cpp: commands; bash_session_terminal.cpp: starting and stopping
-// the sandboxed bash) both use. Included only by those two files.
+// the sandboxed bash; bash_session_idle.cpp: closing an idle one) use. Included only by them.
 
 #include <boost/asio.hpp>
 
 #include <cstddef>
+#include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,6 +90,22 @@ struct BashSession::State {
   // The sandbox's limit counters when this terminal started (zero: a new cgroup), and
   // where they stood when it was stopped.
   sandbox::LimitHits ended_hits{};
+
+  // Closing a terminal nobody used for `idle_limit` (bash_session_idle.cpp); zero: never.
+  std::chrono::milliseconds idle_limit{0};
+  // Closes the desk's file opener when it too was not used for idle_limit; returns when one
+  // still running was last used (the watch looks again idle_limit after). Empty: none.
+  BashSession::IdleCompanion idle_companion;
+  std::chrono::steady_clock::time_point last_used{};
+  std::optional<boost::asio::steady_timer> idle_timer;  // armed while a watch runs
+  // The terminal was closed for idleness: the next command is told it runs in a fresh one.
+  bool closed_for_idle = false;
+  // Notes the end of a use (a command, a prepared start) and starts the watch if none runs.
+  static void watch_idle(const std::shared_ptr<State>& self);
+  // The watch: returns once nothing of the session is left open, or the session closed.
+  static boost::asio::awaitable<void> watch_until_idle_closed(std::shared_ptr<State> self);
+  // What the first command after an idle closing is told; "" otherwise.
+  std::string idle_note();
 };
 
 }  // namespace deskd::tools

@@ -114,6 +114,8 @@ void BashSession::State::prepare_next(const std::shared_ptr<State>& self) {
         }
         self->preparing = false;
         self->unlock();
+        // A terminal prepared for a turn that never uses it is idle from now on.
+        State::watch_idle(self);
       },
       asio::detached);
 }

@@ -17,6 +17,11 @@ ToolRegistry make_desk_tools(boost::asio::any_io_executor executor, DeskToolSett
   auto refusals = settings.sandbox.refusals;
   auto session = std::make_shared<BashSession>(std::move(executor), std::move(settings.sandbox),
                                                settings.timeout_seconds, settings.maximum_output_characters);
+  if (settings.idle_terminal.count() > 0) {
+    // An idle desk keeps no sandbox: its file opener closes with its terminal.
+    session->close_when_idle(settings.idle_terminal,
+                             [opener](std::chrono::milliseconds idle) { return opener->close_if_unused_for(idle); });
+  }
   add_bash_tools(registry, std::move(session));
   add_file_tools(registry, std::move(policy), std::move(settings.proposals), std::move(settings.desk_name),
                  std::move(opener), std::move(refusals));

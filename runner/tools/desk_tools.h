@@ -5,6 +5,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -22,6 +23,9 @@ struct DeskToolSettings {
   std::size_t maximum_output_characters = 20000;  ///< How much of a command's output is kept.
   std::string desk_name;                          ///< Recorded in each proposal.
   std::shared_ptr<ProposalStore> proposals;       ///< Null: propose_file_change refuses.
+  /// The terminal and the file opener close once unused this long (BashSession::
+  /// close_when_idle); zero: never. The config's default is DeskConfig::idle_terminal.
+  std::chrono::milliseconds idle_terminal{0};
 };
 
 /// The desk's tools, in the order a model sees them: bash, bash_background,

@@ -210,6 +210,18 @@ TEST_F(ConfigTest, DiskQuotaNoneIsTheOneWayToADeskWithoutAQuota) {
               ElementsAre("2:17: 'disk_quota_mb' must be a whole number of MiB or \"none\", not 'lots'"));
 }
 
+TEST_F(ConfigTest, AnIdleTerminalClosesAfterHalfAnHourUnlessTheDeskSaysOtherwise) {
+  EXPECT_EQ(valid(kAlpha).desks[0].idle_terminal, std::chrono::minutes(30));
+  EXPECT_EQ(valid(std::string(kAlpha) + "idle_terminal_minutes = 2.5\n").desks[0].idle_terminal,
+            std::chrono::seconds(150));
+  EXPECT_EQ(valid(std::string(kAlpha) + "idle_terminal_minutes = 0\n").desks[0].idle_terminal,
+            std::chrono::milliseconds(0));
+  EXPECT_THAT(problems(parse(std::string(kAlpha) + "idle_terminal_minutes = -1\n")),
+              ElementsAre("4:25: 'idle_terminal_minutes' must be at least 0"));
+  EXPECT_THAT(problems(parse(std::string(kAlpha) + "idle_terminal_minutes = \"soon\"\n")),
+              ElementsAre("4:25: 'idle_terminal_minutes' must be a number"));
+}
+
 TEST_F(ConfigTest, RelativePathsStartAtTheConfigFolderNotTheCurrentOne) {
   fs::create_directories(root_ / "elsewhere");
   fs::create_symlink(root_ / "desks/beta", root_ / "beta-link");
