@@ -77,11 +77,11 @@ std::string to_json(IndiaDate date, const std::map<std::string, ModelUsage, std:
   day["date"] = iso_date(date);
   day["models"] = models_json(models);
   if (!past.empty()) {
-    boost::json::array days;
+    boost::json::array past_days;
     for (const DailyUsage& kept : past) {
-      days.push_back(boost::json::object{{"date", iso_date(kept.date)}, {"models", models_json(kept.models)}});
+      past_days.push_back(boost::json::object{{"date", iso_date(kept.date)}, {"models", models_json(kept.models)}});
     }
-    day[kPastDays] = std::move(days);
+    day[kPastDays] = std::move(past_days);
   }
   return boost::json::serialize(day) + "\n";
 }
@@ -338,11 +338,11 @@ DailyUsage UsageTracker::today() const {
 std::vector<DailyUsage> UsageTracker::days() const {
   std::lock_guard lock(mutex_);
   roll_over_if_new_day(india_date(clock_.now()));
-  std::vector<DailyUsage> days;
-  days.reserve(past_.size() + 1);
-  for (const DailyUsage& kept : past_) days.push_back(priced(kept));
-  days.push_back(priced(DailyUsage{date_, models_}));
-  return days;
+  std::vector<DailyUsage> kept_days;
+  kept_days.reserve(past_.size() + 1);
+  for (const DailyUsage& kept : past_) kept_days.push_back(priced(kept));
+  kept_days.push_back(priced(DailyUsage{date_, models_}));
+  return kept_days;
 }
 
 std::string UsageTracker::describe() const {
