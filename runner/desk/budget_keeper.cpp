@@ -221,6 +221,10 @@ std::variant<BudgetReservation, BudgetRefusal> BudgetKeeper::reserve(std::uint64
 
 void BudgetKeeper::release(BudgetReservation& reservation) {
   std::lock_guard lock(mutex_);
+  release_locked(reservation);
+}
+
+void BudgetKeeper::release_locked(BudgetReservation& reservation) {
   if (open_reservations_ > 0) --open_reservations_;
   // Sums of doubles drift: with nothing reserved, nothing is.
   reserved_usd_ = open_reservations_ == 0 ? 0 : std::max(0.0, reserved_usd_ - reservation.usd_);
@@ -243,9 +247,8 @@ boost::asio::awaitable<Result<void>> BudgetKeeper::settle_off_loop(BudgetReserva
     if (reservation.held() && reservation.turn_ != 0 && reservation.turn_ == turn_ && counted.cost_usd) {
       turn_spent_usd_ += *counted.cost_usd;
     }
+    if (reservation.held()) release_locked(reservation);
   }
-  // Released after the count; between the two, the call is counted twice, never not at all.
-  if (reservation.held()) release(reservation);
   co_return co_await usage_.save_off_loop(std::move(contents));
 }
 

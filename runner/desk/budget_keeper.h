@@ -158,6 +158,7 @@ class BudgetKeeper {
  private:
   friend class BudgetReservation;
   void release(BudgetReservation& reservation);
+  void release_locked(BudgetReservation& reservation);  // under mutex_
   /// Drops yesterday's raise once the India day has changed. Needs mutex_.
   void roll_over_raise(IndiaDate today) const;
   BudgetStatus status_locked() const;
