@@ -22,6 +22,9 @@ using namespace bash_session_detail;
 namespace {
 
 constexpr std::size_t kBackgroundLogCharacters = 4000;
+// What is kept of the report pipe's text while no report of ours is in it: enough for the
+// start of one ("<id> <status>\n", at most 22 bytes).
+constexpr std::size_t kReportTailBytes = 64;
 
 // Python's "{:g}", which the seed's message uses: 120 -> "120", 0.5 -> "0.5".
 std::string python_g(double value) {
@@ -189,16 +192,20 @@ BashSession::State::Report BashSession::State::read_reports(const std::string& i
       break;
     }
     report_buffer.append(buffer, count);
-  }
-  for (std::size_t newline; (newline = report_buffer.find('\n')) != std::string::npos;) {
-    const std::string line = report_buffer.substr(0, newline);
-    report_buffer.erase(0, newline + 1);
     // A report for an earlier command (one that timed out cannot report: its bash is gone)
-    // or anything else that is not ours is ignored.
-    if (line.size() > id.size() + 1 && line.compare(0, id.size(), id) == 0 && line[id.size()] == ' ') {
-      status = std::atoi(line.c_str() + id.size() + 1);
+    // or a DEBUG trap's output is not ours: it is dropped, but for a tail that may hold the
+    // start of our report, so the buffer stays small whatever a trap prints.
+    if (const BashLoopReport report = find_bash_loop_report(report_buffer, id); report.end != std::string::npos) {
+      status = report.status;
+      report_buffer.erase(0, report.end);
       return Report::finished;
     }
+    if (report_buffer.size() > kReportTailBytes) report_buffer.erase(0, report_buffer.size() - kReportTailBytes);
+  }
+  if (const BashLoopReport report = find_bash_loop_report(report_buffer, id); report.end != std::string::npos) {
+    status = report.status;
+    report_buffer.erase(0, report.end);
+    return Report::finished;
   }
   return ended ? Report::ended : Report::none;
 }
@@ -231,10 +238,10 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
     co_return CommandOutcome{"The command contains a NUL byte, which bash cannot take.", std::nullopt, false, {}};
   }
   collector.reset();
-  // 64 random bits name the command's report, as kBashLoopIdCharacters hex digits that the
-  // loop reads in one system call; the command follows, up to its NUL.
+  // 64 random bits name the command's report (bash_loop.h has the frame).
   const std::string id = random_hex(kBashLoopIdCharacters / 2);
-  const std::string frame = id + command + '\0';
+  const std::string frame = bash_loop_frame(id, command);
+  if (frame.empty()) co_return CommandOutcome{"The command is too long for the terminal.", std::nullopt, false, {}};
   // A bash that died between commands (out of memory, say) is noticed here: start afresh.
   for (int attempt = 0;; ++attempt) {
     if (!process) {

@@ -31,12 +31,17 @@ awaitable<Result<void>> BashSession::State::start() {
   if (::pipe2(report_pipe, O_CLOEXEC) != 0) co_return Error::from_errno(errno, "Creating the terminal's report pipe failed");
   UniqueFd report_read(report_pipe[0]), report_write(report_pipe[1]);
 
-  sandbox::StandardStreams streams{input_read.get(), output_write.get(), output_write.get(), {report_write.get()}};
+  // The loop's layout (bash_loop.h): /dev/null, the output twice, the reports, the commands.
+  UniqueFd null_device(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!null_device) co_return Error::from_errno(errno, "Opening /dev/null for the terminal failed");
+  sandbox::StandardStreams streams{null_device.get(), output_write.get(), output_write.get(),
+                                   {report_write.get(), input_read.get()}};
   const std::vector<std::string> command = {"/bin/bash", "--noprofile", "--norc", "-c", std::string(kBashLoopScript)};
   auto started = sandbox::start_sandboxed(spec, command, streams);
   if (!started.ok()) co_return std::move(started).error();
   starting.emplace(std::move(started).value());
   input_read.reset();  // the sandbox holds its own ends now
+  null_device.reset();
   output_write.reset();
   report_write.reset();
   // The sandbox sets itself up (mounts, seccomp, the init, bash's exec) while the event
