@@ -22,9 +22,6 @@ using namespace bash_session_detail;
 namespace {
 
 constexpr std::size_t kBackgroundLogCharacters = 4000;
-// What is kept of the report pipe's text while no report of ours is in it: enough for the
-// start of one ("<id> <status>\n", at most 22 bytes).
-constexpr std::size_t kReportTailBytes = 64;
 
 // Python's "{:g}", which the seed's message uses: 120 -> "120", 0.5 -> "0.5".
 std::string python_g(double value) {
@@ -163,53 +160,6 @@ awaitable<std::tuple<error_code>> wait_readable(asio::posix::stream_descriptor* 
 }
 
 }  // namespace
-
-// Reads what is waiting in the output pipe without blocking; false once it has ended.
-bool BashSession::State::drain_output() {
-  if (!output || output_ended) return false;
-  char* const buffer = output_buffer.get();
-  for (;;) {
-    error_code error;
-    const std::size_t count = output->read_some(asio::buffer(buffer, kOutputReadBytes), error);
-    if (error == asio::error::would_block || error == asio::error::try_again) return true;
-    if (error || count == 0) {
-      output_ended = true;
-      return false;
-    }
-    collector.append({buffer, count});
-  }
-}
-
-BashSession::State::Report BashSession::State::read_reports(const std::string& id, int& status) {
-  if (!reports) return Report::ended;
-  char buffer[4096];
-  bool ended = false;
-  for (;;) {
-    error_code error;
-    const std::size_t count = reports->read_some(asio::buffer(buffer), error);
-    if (error == asio::error::would_block || error == asio::error::try_again) break;
-    if (error || count == 0) {
-      ended = true;
-      break;
-    }
-    report_buffer.append(buffer, count);
-    // A report for an earlier command (one that timed out cannot report: its bash is gone)
-    // or a DEBUG trap's output is not ours: it is dropped, but for a tail that may hold the
-    // start of our report, so the buffer stays small whatever a trap prints.
-    if (const BashLoopReport report = find_bash_loop_report(report_buffer, id); report.end != std::string::npos) {
-      status = report.status;
-      report_buffer.erase(0, report.end);
-      return Report::finished;
-    }
-    if (report_buffer.size() > kReportTailBytes) report_buffer.erase(0, report_buffer.size() - kReportTailBytes);
-  }
-  if (const BashLoopReport report = find_bash_loop_report(report_buffer, id); report.end != std::string::npos) {
-    status = report.status;
-    report_buffer.erase(0, report.end);
-    return Report::finished;
-  }
-  return ended ? Report::ended : Report::none;
-}
 
 awaitable<CommandOutcome> BashSession::State::finish_after_death() {
   // bash is gone, so the init has ended and with it every process of the sandbox; the

@@ -54,7 +54,7 @@ struct BashSession::State : std::enable_shared_from_this<BashSession::State> {
   std::optional<sandbox::StartingSandbox> starting;
   std::optional<boost::asio::posix::stream_descriptor> input;    // -> bash's fd 0: the commands
   std::optional<boost::asio::posix::stream_descriptor> output;   // <- bash's fds 1 and 2
-  std::optional<boost::asio::posix::stream_descriptor> reports;  // <- bash's fd 3: "<id> <status>"
+  std::optional<boost::asio::posix::stream_descriptor> reports;  // <- bash's fd 3 (13 in the loop): "<id> <status>"
   std::string report_buffer;
   bool output_ended = false;
   std::unique_ptr<char[]> output_buffer;  // kOutputReadBytes, allocated at the first start

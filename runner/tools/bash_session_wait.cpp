@@ -1,4 +1,4 @@
-// How a running command waits: one readiness wait per source it needs, completed by
+// Reading what a command printed and its report, and how a running command waits: one readiness wait per source it needs, completed by
 // callbacks rather than a coroutine per source (awaitable operators start one for each,
 // allocate its frame and cancel the losers on every wake-up, which the warm round trip paid
 // on every command). The init's end is seen on the report pipe: bash is the init's only
@@ -9,12 +9,66 @@
 #include <boost/asio.hpp>
 #include <boost/asio/any_completion_handler.hpp>
 
+#include "runner/tools/bash_loop.h"
 #include "runner/tools/bash_session_state.h"
 
 namespace deskd::tools {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
+
+namespace {
+// What is kept of the report pipe's text while no report of ours is in it: enough for the
+// start of one ("<id> <status>\n", at most 22 bytes).
+constexpr std::size_t kReportTailBytes = 64;
+}  // namespace
+
+// Reads what is waiting in the output pipe without blocking; false once it has ended.
+bool BashSession::State::drain_output() {
+  if (!output || output_ended) return false;
+  char* const buffer = output_buffer.get();
+  for (;;) {
+    error_code error;
+    const std::size_t count = output->read_some(asio::buffer(buffer, bash_session_detail::kOutputReadBytes), error);
+    if (error == asio::error::would_block || error == asio::error::try_again) return true;
+    if (error || count == 0) {
+      output_ended = true;
+      return false;
+    }
+    collector.append({buffer, count});
+  }
+}
+
+BashSession::State::Report BashSession::State::read_reports(const std::string& id, int& status) {
+  if (!reports) return Report::ended;
+  char buffer[4096];
+  bool ended = false;
+  for (;;) {
+    error_code error;
+    const std::size_t count = reports->read_some(asio::buffer(buffer), error);
+    if (error == asio::error::would_block || error == asio::error::try_again) break;
+    if (error || count == 0) {
+      ended = true;
+      break;
+    }
+    report_buffer.append(buffer, count);
+    // A report for an earlier command (one that timed out cannot report: its bash is gone)
+    // or a DEBUG trap's output is not ours: it is dropped, but for a tail that may hold the
+    // start of our report, so the buffer stays small whatever a trap prints.
+    if (const BashLoopReport report = find_bash_loop_report(report_buffer, id); report.end != std::string::npos) {
+      status = report.status;
+      report_buffer.erase(0, report.end);
+      return Report::finished;
+    }
+    if (report_buffer.size() > kReportTailBytes) report_buffer.erase(0, report_buffer.size() - kReportTailBytes);
+  }
+  if (const BashLoopReport report = find_bash_loop_report(report_buffer, id); report.end != std::string::npos) {
+    status = report.status;
+    report_buffer.erase(0, report.end);
+    return Report::finished;
+  }
+  return ended ? Report::ended : Report::none;
+}
 
 struct BashSession::State::PendingWait {
   std::optional<asio::any_completion_handler<void(Woken)>> handler;
