@@ -1,8 +1,8 @@
 #include "runner/tools/bash_session.h"
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <vector>
@@ -34,8 +34,10 @@ std::string python_g(double value) {
 std::string shell_quote(const std::string& text) {
   std::string quoted = "'";
   for (char c : text) {
-    if (c == '\'') quoted += "'\"'\"'";
-    else quoted += c;
+    if (c == '\'')
+      quoted += "'\"'\"'";
+    else
+      quoted += c;
   }
   return quoted + "'";
 }
@@ -49,7 +51,6 @@ bool is_job_id(const std::string& text) {
 }
 
 }  // namespace
-
 
 // A desk that met its process or memory limit gets a fresh terminal: whatever was left
 // running (a fork bomb, a hog) goes with the old one, and the model is told which limit.
@@ -77,9 +78,8 @@ std::string BashSession::State::limits_note(std::string_view printed) {
     met.push_back("its process limit (" + std::to_string(spec.limits.processes) + " processes)");
   }
   if (hits.memory_kills > 0) {
-    const std::string size = spec.limits.memory_bytes
-                                 ? std::to_string(*spec.limits.memory_bytes >> 20) + " MiB"
-                                 : std::string("the host's memory");
+    const std::string size = spec.limits.memory_bytes ? std::to_string(*spec.limits.memory_bytes >> 20) + " MiB"
+                                                      : std::string("the host's memory");
     met.push_back("its memory limit (" + size + "), and the kernel killed a process");
   }
   ended_hits = {};
@@ -89,8 +89,9 @@ std::string BashSession::State::limits_note(std::string_view printed) {
   ended_hits = {};
   std::string note = "The desk reached " + met.front();
   if (met.size() > 1) note += " and " + met.back();
-  return note + ". Its terminal was restarted, so every process it had (background jobs too) has ended and "
-                "the folder and variables are reset.";
+  return note +
+         ". Its terminal was restarted, so every process it had (background jobs too) has ended and "
+         "the folder and variables are reset.";
 }
 
 // Read where limits_note reads them: after each command (and before the next), from the
@@ -160,49 +161,6 @@ awaitable<std::tuple<error_code>> wait_readable(asio::posix::stream_descriptor* 
 
 }  // namespace
 
-// Reads what is waiting in the output pipe without blocking; false once it has ended.
-bool BashSession::State::drain_output() {
-  if (!output || output_ended) return false;
-  char* const buffer = output_buffer.get();
-  for (;;) {
-    error_code error;
-    const std::size_t count = output->read_some(asio::buffer(buffer, kOutputReadBytes), error);
-    if (error == asio::error::would_block || error == asio::error::try_again) return true;
-    if (error || count == 0) {
-      output_ended = true;
-      return false;
-    }
-    collector.append({buffer, count});
-  }
-}
-
-BashSession::State::Report BashSession::State::read_reports(const std::string& id, int& status) {
-  if (!reports) return Report::ended;
-  char buffer[4096];
-  bool ended = false;
-  for (;;) {
-    error_code error;
-    const std::size_t count = reports->read_some(asio::buffer(buffer), error);
-    if (error == asio::error::would_block || error == asio::error::try_again) break;
-    if (error || count == 0) {
-      ended = true;
-      break;
-    }
-    report_buffer.append(buffer, count);
-  }
-  for (std::size_t newline; (newline = report_buffer.find('\n')) != std::string::npos;) {
-    const std::string line = report_buffer.substr(0, newline);
-    report_buffer.erase(0, newline + 1);
-    // A report for an earlier command (one that timed out cannot report: its bash is gone)
-    // or anything else that is not ours is ignored.
-    if (line.size() > id.size() + 1 && line.compare(0, id.size(), id) == 0 && line[id.size()] == ' ') {
-      status = std::atoi(line.c_str() + id.size() + 1);
-      return Report::finished;
-    }
-  }
-  return ended ? Report::ended : Report::none;
-}
-
 awaitable<CommandOutcome> BashSession::State::finish_after_death() {
   // bash is gone, so the init has ended and with it every process of the sandbox; the
   // output pipe closes once the last of them is gone. Collect what is left, briefly.
@@ -220,8 +178,9 @@ awaitable<CommandOutcome> BashSession::State::finish_after_death() {
   collector.finish();
   std::string text = collector.text();
   if (!text.empty() && text.back() != '\n') text += '\n';
-  text += "The terminal ended with this command, so the next command starts a fresh one; the folder and "
-          "variables are reset.";
+  text +=
+      "The terminal ended with this command, so the next command starts a fresh one; the folder and "
+      "variables are reset.";
   co_return CommandOutcome{std::move(text), status, collector.truncated(), {}};
 }
 
@@ -231,10 +190,10 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
     co_return CommandOutcome{"The command contains a NUL byte, which bash cannot take.", std::nullopt, false, {}};
   }
   collector.reset();
-  // 64 random bits name the command's report, as kBashLoopIdCharacters hex digits that the
-  // loop reads in one system call; the command follows, up to its NUL.
+  // 64 random bits name the command's report (bash_loop.h has the frame).
   const std::string id = random_hex(kBashLoopIdCharacters / 2);
-  const std::string frame = id + command + '\0';
+  const std::string frame = bash_loop_frame(id, command);
+  if (frame.empty()) co_return CommandOutcome{"The command is too long for the terminal.", std::nullopt, false, {}};
   // A bash that died between commands (out of memory, say) is noticed here: start afresh.
   for (int attempt = 0;; ++attempt) {
     if (!process) {
@@ -252,31 +211,42 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
     if (attempt == 1 || closed) {
       co_return CommandOutcome{closed ? "The terminal is closed: the desk has stopped."
                                       : "The terminal could not take the command: " + error.message() + ".",
-                               std::nullopt, false, {}};
+                               std::nullopt,
+                               false,
+                               {}};
     }
   }
 
-  asio::steady_timer deadline(executor, std::chrono::duration_cast<asio::steady_timer::duration>(
-                                            std::chrono::duration<double>(timeout_seconds)));
-  for (;;) {
+  begin_deadline();
+  struct Finished {
+    State& state;
+    ~Finished() { state.end_deadline(); }
+  } finished{*this};
+  bool output_open = output && !output_ended;
+  // Nothing of this command can be in the pipes before bash has read it: the first look
+  // is after the first wake-up (a readiness wait sees what is already there).
+  for (bool first = true;; first = false) {
     int status = 0;
-    const bool output_open = drain_output();
-    const Report report = read_reports(id, status);
-    if (report == Report::finished) {
-      drain_output();  // everything the command wrote is in the pipe before its report
-      collector.finish();
-      co_return CommandOutcome{collector.text(), status, collector.truncated(), {}};
+    if (!first) {
+      output_open = drain_output();
+      const Report report = read_reports(id, status);
+      if (report == Report::finished) {
+        drain_output();  // everything the command wrote is in the pipe before its report
+        collector.finish();
+        co_return CommandOutcome{collector.text(), status, collector.truncated(), {}};
+      }
+      if (closed) co_return CommandOutcome{"The terminal is closed: the desk has stopped.", std::nullopt, false, {}};
+      if (report == Report::ended) co_return co_await finish_after_death();
     }
     if (closed) co_return CommandOutcome{"The terminal is closed: the desk has stopped.", std::nullopt, false, {}};
-    if (report == Report::ended) co_return co_await finish_after_death();
 
     // Readiness waits only: a cancelled wait never loses data, unlike a cancelled read.
-    auto woken = co_await (wait_readable(output_open ? &*output : nullptr) || wait_readable(&*reports) ||
-                           deadline.async_wait(kAwait) || wait_readable(exits ? &*exits : nullptr));
+    Woken woken = Woken::deadline;
+    if (std::chrono::steady_clock::now() < command_deadline) woken = co_await wait_for_event(output_open);
     if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
       throw boost::system::system_error(asio::error::operation_aborted);
     }
-    if (woken.index() == 2 && !std::get<0>(std::get<2>(woken))) {
+    if (woken == Woken::deadline) {
       drain_output();
       stop();
       collector.finish();
@@ -287,7 +257,7 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
       if (!printed.empty()) text += "\n" + printed;
       co_return CommandOutcome{std::move(text), std::nullopt, collector.truncated(), {}};
     }
-    if (woken.index() == 3 && !std::get<0>(std::get<3>(woken))) {
+    if (woken == Woken::exited) {
       // The init ended (bash died, or the sandbox was killed from outside).
       drain_output();
       if (read_reports(id, status) == Report::finished) {
@@ -301,7 +271,8 @@ awaitable<CommandOutcome> BashSession::State::run_locked(const std::string& comm
 
 BashSession::BashSession(asio::any_io_executor executor, sandbox::SandboxSpec spec, double timeout_seconds,
                          std::size_t maximum_output_characters)
-    : state_(std::make_shared<State>(std::move(executor), std::move(spec), timeout_seconds, maximum_output_characters)) {}
+    : state_(
+          std::make_shared<State>(std::move(executor), std::move(spec), timeout_seconds, maximum_output_characters)) {}
 
 BashSession::~BashSession() {
   state_->closed = true;
@@ -345,11 +316,13 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
     if (error.code() == asio::error::operation_aborted) {
       cancelled = std::current_exception();
     } else {
-      outcome = CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false, {}};
+      outcome = CommandOutcome{
+          std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false, {}};
     }
   } catch (const std::exception& error) {
     state->stop();
-    outcome = CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false, {}};
+    outcome =
+        CommandOutcome{std::string("The terminal failed and was restarted: ") + error.what(), std::nullopt, false, {}};
   }
   state->unlock();
   if (cancelled) std::rethrow_exception(cancelled);  // a /stop: the next turn prepares its own
@@ -360,15 +333,18 @@ awaitable<CommandOutcome> BashSession::run(std::string command) {
 
 awaitable<BackgroundStart> BashSession::run_in_background(std::string command) {
   const std::string job_id = random_hex(4);
-  const std::string folder = shell_quote((state_->spec.confinement.desk_directory() / "scratch" / "background-jobs").native());
-  CommandOutcome start = co_await run("mkdir -p " + folder + " && (nohup bash -c " + shell_quote(command) + " > " +
-                                      folder + "/" + job_id + ".log 2>&1 & echo $! > " + folder + "/" + job_id + ".pid)");
+  const std::string folder =
+      shell_quote((state_->spec.confinement.desk_directory() / "scratch" / "background-jobs").native());
+  CommandOutcome start =
+      co_await run("mkdir -p " + folder + " && (nohup bash -c " + shell_quote(command) + " > " + folder + "/" + job_id +
+                   ".log 2>&1 & echo $! > " + folder + "/" + job_id + ".pid)");
   co_return BackgroundStart{job_id, std::move(start)};
 }
 
 awaitable<CommandOutcome> BashSession::check_background(std::string job_id) {
   if (!is_job_id(job_id)) co_return CommandOutcome{"no such job: " + job_id, 0, false, {}};
-  const std::string folder = shell_quote((state_->spec.confinement.desk_directory() / "scratch" / "background-jobs").native());
+  const std::string folder =
+      shell_quote((state_->spec.confinement.desk_directory() / "scratch" / "background-jobs").native());
   co_return co_await run("if [ ! -f " + folder + "/" + job_id + ".pid ]; then echo \"no such job: " + job_id +
                          "\"; else\n  if kill -0 \"$(cat " + folder + "/" + job_id +
                          ".pid)\" 2>/dev/null; then echo running; else echo finished; fi\n  tail -c " +

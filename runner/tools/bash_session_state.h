@@ -37,9 +37,13 @@ inline constexpr int kSetUpSeconds = 30;
 
 // Everything of a session lives here, shared with the coroutines that use it, so that a
 // coroutine still suspended when the BashSession goes away finds valid memory.
-struct BashSession::State {
+struct BashSession::State : std::enable_shared_from_this<BashSession::State> {
   State(boost::asio::any_io_executor executor_in, sandbox::SandboxSpec spec_in, double timeout, std::size_t maximum)
-      : executor(std::move(executor_in)), spec(std::move(spec_in)), timeout_seconds(timeout), collector(maximum) {}
+      : executor(std::move(executor_in)),
+        spec(std::move(spec_in)),
+        timeout_seconds(timeout),
+        collector(maximum),
+        deadline_timer(executor) {}
 
   boost::asio::any_io_executor executor;
   sandbox::SandboxSpec spec;
@@ -52,15 +56,15 @@ struct BashSession::State {
   std::optional<sandbox::StartingSandbox> starting;
   std::optional<boost::asio::posix::stream_descriptor> input;    // -> bash's fd 0: the commands
   std::optional<boost::asio::posix::stream_descriptor> output;   // <- bash's fds 1 and 2
-  std::optional<boost::asio::posix::stream_descriptor> reports;  // <- bash's fd 3: "<id> <status>"
-  std::optional<boost::asio::posix::stream_descriptor> exits;    // the init's pidfd
+  std::optional<boost::asio::posix::stream_descriptor> reports;  // <- bash's fd 3 (13 in the loop): "<id> <status>"
   std::string report_buffer;
   bool output_ended = false;
   std::unique_ptr<char[]> output_buffer;  // kOutputReadBytes, allocated at the first start
 
   // A first-come, first-served lock: parallel calls run one after another, in order.
   struct Waiter {
-    explicit Waiter(const boost::asio::any_io_executor& executor) : turn(executor, boost::asio::steady_timer::time_point::max()) {}
+    explicit Waiter(const boost::asio::any_io_executor& executor)
+        : turn(executor, boost::asio::steady_timer::time_point::max()) {}
     boost::asio::steady_timer turn;
     bool granted = false;  // set by unlock(); a wake-up without it is a cancellation
   };
@@ -82,6 +86,21 @@ struct BashSession::State {
   enum class Report { none, finished, ended };
   Report read_reports(const std::string& id, int& status);
   boost::asio::awaitable<CommandOutcome> run_locked(const std::string& command);
+
+  // What a running command waits for (bash_session_wait.cpp), without a coroutine per
+  // source: the output or the reports readable, the init ended, the deadline passed, or
+  // the caller cancelled. One wait at a time.
+  enum class Woken { output, reports, deadline, exited, cancelled };
+  boost::asio::awaitable<Woken> wait_for_event(bool watch_output);
+  struct PendingWait;
+  std::shared_ptr<PendingWait> pending_wait;
+  void start_wait(std::shared_ptr<PendingWait> wait, bool watch_output);
+  void finish_wait(Woken woken);
+  // The running command's deadline: a wait still pending when it passes ends as Woken::deadline.
+  std::chrono::steady_clock::time_point command_deadline{};
+  boost::asio::steady_timer deadline_timer;
+  void begin_deadline();
+  void end_deadline();
   boost::asio::awaitable<CommandOutcome> finish_after_death();
   std::string limits_note(std::string_view output = {});
   // Tells the desk's refusal reporter about the limits met (REFUSED, enforcer "limit").

@@ -20,23 +20,31 @@ using namespace bash_session_detail;
 
 awaitable<Result<void>> BashSession::State::start() {
   int input_pipe[2], output_pipe[2], report_pipe[2];
-  if (::pipe2(input_pipe, O_CLOEXEC) != 0) co_return Error::from_errno(errno, "Creating the terminal's input pipe failed");
+  if (::pipe2(input_pipe, O_CLOEXEC) != 0)
+    co_return Error::from_errno(errno, "Creating the terminal's input pipe failed");
   UniqueFd input_read(input_pipe[0]), input_write(input_pipe[1]);
-  if (::pipe2(output_pipe, O_CLOEXEC) != 0) co_return Error::from_errno(errno, "Creating the terminal's output pipe failed");
+  if (::pipe2(output_pipe, O_CLOEXEC) != 0)
+    co_return Error::from_errno(errno, "Creating the terminal's output pipe failed");
   UniqueFd output_read(output_pipe[0]), output_write(output_pipe[1]);
   (void)::fcntl(output_read.get(), F_SETPIPE_SZ, kOutputPipeBytes);
   // Not zeroed (make_unique<char[]> would memset 256 KiB, a page fault per 4 KiB, on every
   // fresh terminal): reads fill it, and only what a read returned is ever looked at.
   if (!output_buffer) output_buffer = std::make_unique_for_overwrite<char[]>(kOutputReadBytes);
-  if (::pipe2(report_pipe, O_CLOEXEC) != 0) co_return Error::from_errno(errno, "Creating the terminal's report pipe failed");
+  if (::pipe2(report_pipe, O_CLOEXEC) != 0)
+    co_return Error::from_errno(errno, "Creating the terminal's report pipe failed");
   UniqueFd report_read(report_pipe[0]), report_write(report_pipe[1]);
 
-  sandbox::StandardStreams streams{input_read.get(), output_write.get(), output_write.get(), {report_write.get()}};
+  // The loop's layout (bash_loop.h): /dev/null, the output twice, the reports, the commands.
+  UniqueFd null_device(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!null_device) co_return Error::from_errno(errno, "Opening /dev/null for the terminal failed");
+  sandbox::StandardStreams streams{
+      null_device.get(), output_write.get(), output_write.get(), {report_write.get(), input_read.get()}};
   const std::vector<std::string> command = {"/bin/bash", "--noprofile", "--norc", "-c", std::string(kBashLoopScript)};
   auto started = sandbox::start_sandboxed(spec, command, streams);
   if (!started.ok()) co_return std::move(started).error();
   starting.emplace(std::move(started).value());
   input_read.reset();  // the sandbox holds its own ends now
+  null_device.reset();
   output_write.reset();
   report_write.reset();
   // The sandbox sets itself up (mounts, seccomp, the init, bash's exec) while the event
@@ -52,8 +60,8 @@ awaitable<Result<void>> BashSession::State::start() {
       (void)report.release();
       asio::steady_timer give_up(executor, std::chrono::seconds(kSetUpSeconds));
       while (starting && !starting->set_up_over()) {
-        auto woken = co_await (set_up.async_wait(asio::posix::descriptor_base::wait_read, kAwait) ||
-                               give_up.async_wait(kAwait));
+        auto woken =
+            co_await (set_up.async_wait(asio::posix::descriptor_base::wait_read, kAwait) || give_up.async_wait(kAwait));
         if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
           starting.reset();  // kills and reaps the sandbox
           throw boost::system::system_error(asio::error::operation_aborted);
@@ -74,11 +82,9 @@ awaitable<Result<void>> BashSession::State::start() {
   if (!launched.ok()) co_return std::move(launched).error();
   if (closed) co_return Error::make(ErrorCode::refused, "The terminal is closed: the desk has stopped.");
   process.emplace(std::move(launched).value());
-  const int pidfd = process->pidfd() >= 0 ? ::fcntl(process->pidfd(), F_DUPFD_CLOEXEC, 0) : -1;
   input.emplace(executor, input_write.release());
   output.emplace(executor, output_read.release());
   reports.emplace(executor, report_read.release());
-  if (pidfd >= 0) exits.emplace(executor, pidfd);
   input->non_blocking(true);
   output->non_blocking(true);
   reports->non_blocking(true);
@@ -133,7 +139,6 @@ void BashSession::State::stop() {
   input.reset();
   output.reset();
   reports.reset();
-  exits.reset();
   report_buffer.clear();
 }
 

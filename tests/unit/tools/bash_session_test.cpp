@@ -187,9 +187,46 @@ TEST_F(BashSessionTest, DebugTrapDoesNotEndTheCommandEarlyOrLate) {
 }
 
 TEST_F(BashSessionTest, FakeMarkersAreJustOutput) {
-  const CommandOutcome outcome = run("echo '__DESKD_MARK_0123456789abcdef 0'; printf '%s 0\\n' deadbeefdeadbeef; sleep 0.2; echo after");
+  const CommandOutcome outcome =
+      run("echo '__DESKD_MARK_0123456789abcdef 0'; printf '%s 0\\n' deadbeefdeadbeef; sleep 0.2; echo after");
   EXPECT_THAT(outcome.output, EndsWith("after\n"));
   EXPECT_EQ(outcome.exit_status, 0);
+}
+
+// The report travels on a pipe of its own, named by an id the command never sees before
+// it runs: neither output shaped like a report nor a DEBUG trap printing onto the report
+// pipe (its output lands there while the loop reports) can end a command early.
+TEST_F(BashSessionTest, AFakeReportOnTheOutputOrFromATrapCannotEndTheCommandEarly) {
+  const CommandOutcome printed =
+      run("for i in 1 2 3; do printf '%016x %s\\n' $i 0; done; sleep 0.2; echo after; (exit 4)");
+  EXPECT_THAT(printed.output, EndsWith("after\n"));
+  EXPECT_EQ(printed.exit_status, 4);
+  // The trap's text is before the report on the same line, and a report-shaped line.
+  run("trap 'printf \"0000000000000000 0\\nx\"' DEBUG");
+  const CommandOutcome trapped = run("sleep 0.2; echo late; (exit 5)");
+  EXPECT_THAT(trapped.output, HasSubstr("late\n"));
+  EXPECT_EQ(trapped.exit_status, 5);
+  run("trap - DEBUG");
+  EXPECT_EQ(run("echo next").output, "next\n");
+}
+
+// Commands come framed by length; bytes above 127 and backslashes must arrive as typed,
+// whatever the locale counts as a character.
+TEST_F(BashSessionTest, CommandsArriveByteForByte) {
+  EXPECT_EQ(run("printf '%s\\n' 'h\xc3\xa9llo \\c \\\\ \\x41 \xe2\x82\xac'").output,
+            "h\xc3\xa9llo \\c \\\\ \\x41 \xe2\x82\xac\n");
+  EXPECT_EQ(run("echo '\xff\xfe' | od -An -tx1 | tr -d ' '").output, "fffe0a\n");
+  const std::string long_command = "echo " + std::string(100'000, 'y') + " | wc -c";
+  EXPECT_EQ(run(long_command).output, "100001\n");
+  EXPECT_EQ(run("echo 'multi\nline' ; echo $((6 * 7))").output, "multi\nline\n42\n");
+}
+
+// What a command sees: /dev/null, the output twice, and nothing of the loop's descriptors
+// in the programs it starts; a command that moves its own descriptors moves them for itself.
+TEST_F(BashSessionTest, ProgramsSeeOnlyTheirThreeStreams) {
+  EXPECT_EQ(run("ls /proc/self/fd | sort -n | tr '\\n' ' '").output, "0 1 2 3 ");  // 3: ls's own listing
+  EXPECT_EQ(run("exec </dev/zero 2>/dev/null; head -c 2 | od -An -tx1 | tr -d ' '").output, "0000\n");
+  EXPECT_EQ(run("cat; echo empty; echo err >&2").output, "empty\nerr\n");
 }
 
 TEST_F(BashSessionTest, StrayChildHoldingTheOutputDoesNotBlock) {
@@ -199,7 +236,10 @@ TEST_F(BashSessionTest, StrayChildHoldingTheOutputDoesNotBlock) {
 }
 
 TEST_F(BashSessionTest, CommandsThatEndTheShellAreReportedAndTheNextOneWorks) {
-  struct Case { const char* command; std::optional<int> status; };
+  struct Case {
+    const char* command;
+    std::optional<int> status;
+  };
   for (const Case& test : {Case{"echo bye; exit 3", 3}, Case{"kill -9 $$", 137}, Case{"set -e; false", 1},
                            Case{"sleep infinity & exit 1", 1}, Case{"exec python3", 0}}) {
     run("cd scratch 2>/dev/null || cd /tmp; export GONE=1");
@@ -238,13 +278,17 @@ TEST_F(BashSessionTest, LongOutputKeepsStartAndEnd) {
 }
 
 TEST_F(BashSessionTest, InvalidUtf8BecomesReplacementCharacters) {
-  EXPECT_EQ(run("printf 'a\\xffb\\xc3\\xa9'").output, "a\xEF\xBF\xBD" "b\xC3\xA9");
+  EXPECT_EQ(run("printf 'a\\xffb\\xc3\\xa9'").output,
+            "a\xEF\xBF\xBD"
+            "b\xC3\xA9");
 }
 
 TEST_F(BashSessionTest, ParallelCallsRunOneAfterAnotherInOrder) {
   std::vector<std::future<CommandOutcome>> results;
   for (int index = 0; index < 5; ++index) {
-    results.push_back(asio::co_spawn(context_, session_->run("echo " + std::to_string(index) + " >> scratch/order; cat scratch/order | wc -l"), asio::use_future));
+    results.push_back(asio::co_spawn(
+        context_, session_->run("echo " + std::to_string(index) + " >> scratch/order; cat scratch/order | wc -l"),
+        asio::use_future));
   }
   context_.restart();
   context_.run();
@@ -352,8 +396,7 @@ TEST_F(BashSessionTest, ClosingWhileTheNextTerminalStartsLeavesNoSandbox) {
   ASSERT_FALSE(children_of_this_process().empty()) << "the next terminal was not being started";
   bool closed = false;
   asio::co_spawn(context_, session_->close(), [&](std::exception_ptr) { closed = true; });
-  while (!closed && context_.run_one() > 0) {
-  }
+  while (!closed && context_.run_one() > 0) {}
   EXPECT_TRUE(children_of_this_process().empty()) << "closing left the starting sandbox running";
   context_.run();
   EXPECT_TRUE(children_of_this_process().empty());
