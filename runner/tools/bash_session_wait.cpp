@@ -76,12 +76,14 @@ struct BashSession::State::PendingWait {
 
 asio::awaitable<BashSession::State::Woken> BashSession::State::wait_for_event(bool watch_output) {
   auto wait = std::make_shared<PendingWait>();
-  co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(Woken)>(
-      [this, wait, watch_output](auto handler) {
-        wait->handler.emplace(std::move(handler));
-        start_wait(wait, watch_output);
-      },
-      asio::use_awaitable);
+  // The initiation is a named local holding only a reference: GCC 12 may destroy a
+  // temporary of a co_await expression twice, and a shared_ptr captured in one was released
+  // twice (freed while a cancelled readiness wait still held it; ASan saw it).
+  const auto initiation = [this, &wait, watch_output](auto handler) {
+    wait->handler.emplace(std::move(handler));
+    start_wait(wait, watch_output);
+  };
+  co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(Woken)>(initiation, asio::use_awaitable);
 }
 
 void BashSession::State::start_wait(std::shared_ptr<PendingWait> wait, bool watch_output) {
