@@ -78,13 +78,20 @@ const waitForText = (selector, wanted, timeout = 30000) => page.waitForFunction(
   (css, expected) => [...document.querySelectorAll(css)].some((element) => element.textContent.includes(expected)),
   { timeout }, selector, wanted);
 
+// Clicks the element once it is on the page and visible: a view draws itself after its
+// route's fetches, and a click on a node not laid out yet fails ("not clickable").
+async function click(selector) {
+  const element = await page.waitForSelector(selector, { visible: true, timeout: 10000 });
+  await element.click();
+}
+
 async function sendFromDeskPage(message) {
   // The line under the box names the new trigger once deskd has it; empty it first, so that
   // the previous send's line is not read as this one's.
   await page.$eval('.sent', (line) => { line.textContent = ''; });
   await page.$eval('form.send textarea', (area) => { area.value = ''; });
   await page.type('form.send textarea', message);
-  await page.click('form.send button[type=submit]');
+  await click('form.send button[type=submit]');
   await page.waitForFunction(() => /trigger \S+/.test(document.querySelector('.sent')?.textContent ?? ''), { timeout: 10000 });
   return /trigger (\S+)/.exec(await text('.sent'))[1];
 }
@@ -144,7 +151,7 @@ test('a proposal is accepted on the Decisions page and the file changes on disk'
   await page.goto(`${serve.origin}/#/decisions`, { waitUntil: 'domcontentloaded' });
   await waitForText('ul.proposals .proposal', '+plan v2');
   assert.equal(readFileSync(join(serve.deskDirectory('alpha'), 'plan.md'), 'utf8'), 'plan v1\n');
-  await page.click('ul.proposals .proposal button.accept');
+  await click('ul.proposals .proposal button.accept');
   await waitForText('.outcome', 'accepted');
   assert.equal(readFileSync(join(serve.deskDirectory('alpha'), 'plan.md'), 'utf8'), 'plan v2\n');
 });
@@ -153,12 +160,12 @@ test('the journal is read by kind, and Pause and Resume switch the desk', async 
   await page.goto(`${serve.origin}/#/desk/alpha`, { waitUntil: 'domcontentloaded' });
   await waitForText('.stream-state', 'live', 10000);
   await page.type('.journal-ask input', 'TOOL_CALLED');
-  await page.click('.journal-ask button');
+  await click('.journal-ask button');
   await waitForText('pre.journal', 'propose_file_change');
   assert.doesNotMatch(await text('pre.journal'), /MODEL_TEXT/);
-  await page.click('form.send button.pause');
+  await click('form.send button.pause');
   await waitForText('.desk-state', 'paused');
-  await page.click('form.send button.resume');
+  await click('form.send button.resume');
   await page.waitForFunction(() => !document.querySelector('.desk-state')?.textContent.includes('paused'), { timeout: 15000 });
 });
 
@@ -190,7 +197,7 @@ test('an API call the gate holds is approved on the Decisions page and reaches t
   assert.match(card, /sha256 [0-9a-f]{64}/);
   assert.equal(broker.requests.length, 0, 'the order went out before it was approved');
   await page.screenshot({ path: join(screenshots, 'decisions.png'), fullPage: true });
-  await page.click('ul.approvals .approval button.approve');
+  await click('ul.approvals .approval button.approve');
   await waitForText('.outcome', 'approve');
   await page.goto(`${serve.origin}/#/desk/beta`, { waitUntil: 'domcontentloaded' });
   await waitForText('ol.live .event.tool-output', 'status=200');

@@ -37,6 +37,16 @@ step "booting Debian 12"
 name=deskd-install-$$
 booted_debian_start "$name"
 inside() { booted_debian_run "$name" "$@"; }
+# wait_for_journal NEEDLE: true once deskd's unit log holds NEEDLE, false after 10 s.
+# journald reads its socket on its own time, so a line deskd sent just before it answered
+# (or exited) may be read a moment later: 1 run in 3 missed "deskd stopped" on a busy host.
+wait_for_journal() {
+  for _ in $(seq 1 20); do
+    inside journalctl -u deskd --no-pager -o cat | grep -qF -- "$1" && return 0
+    sleep 0.5
+  done
+  return 1
+}
 booted_debian_copy_in "$name" "$first" /root/
 booted_debian_copy_in "$name" "$second" /root/
 
@@ -102,6 +112,7 @@ inside cp /etc/deskd/deskd.toml /root/deskd.toml.good
 printf '\n[[desk]]\nname = "broken"\ndirectory = "/var/lib/deskd/desks/no-such-desk"\n' | inside sh -c 'cat >> /etc/deskd/deskd.toml'
 if inside systemctl reload deskd 2>/dev/null; then fail "systemctl reload took a config with a problem"; fi
 inside systemctl is-active deskd || fail "deskd is not active after a refused reload"
+wait_for_journal "no-such-desk" || true  # the checks below say what is missing
 expect_in "the refusal names the file and line" "$(inside journalctl -u deskd --no-pager -o cat -n 20)" "/etc/deskd/deskd.toml:"
 expect_in "the refusal names the missing desk folder" "$(inside journalctl -u deskd --no-pager -o cat -n 20)" "no-such-desk"
 inside deskctl desks 2>&1 | grep -Eq '^added +(idle|running)' || fail "the added desk is not running after a refused reload"
@@ -167,7 +178,7 @@ step "systemctl stop"
 inside systemctl stop deskd || fail "systemctl stop deskd failed"
 result=$(inside systemctl show deskd -p Result -p ExecMainStatus --value | tr '\n' ' ')
 [ "$result" = "success 0 " ] || fail "deskd did not stop cleanly: Result ExecMainStatus = $result"
-inside journalctl -u deskd --no-pager -o cat | grep -q "deskd stopped" || fail "deskd did not log that it stopped"
+wait_for_journal "deskd stopped" || fail "deskd did not log that it stopped (looked for 10 s)"
 
 step "apt-get purge"
 inside apt-get purge -y -q deskd | tail -n 2

@@ -49,20 +49,24 @@ function show() {
   for (const link of document.querySelectorAll('nav a')) {
     link.classList.toggle('current', link.dataset.route === name);
   }
-  replace(main, el('p', { class: 'quiet' }, 'Loading…'));
+  // Each view draws into a box of its own: a view that was still drawing when the route
+  // changed (a fetch under way) then draws into a box no longer on the page, never over
+  // the next view.
+  const into = el('div', { class: 'view' }, el('p', { class: 'quiet' }, 'Loading…'));
+  replace(main, into);
   let stopped = false;
   let stop = () => {};
   stopView = () => {
     stopped = true;
     stop();
   };
-  Promise.resolve(view(main, tell))
+  Promise.resolve(view(into, tell))
     .then((stopper) => {
       stop = typeof stopper === 'function' ? stopper : () => {};
       if (stopped) stop();
     })
     .catch((error) => {
-      replace(main, el('p', { class: 'problem' }, error.message));
+      replace(into, el('p', { class: 'problem' }, error.message));
     });
 }
 
