@@ -217,6 +217,7 @@ Result<std::shared_ptr<ApiLedger>> ApiLedger::open(const std::filesystem::path& 
   }
   // Where the chain goes on from: this file's last line, else the newest rotated file's.
   std::optional<std::pair<int, std::filesystem::path>> last_of;
+  std::optional<std::string> before_last_hash;
   UniqueFd rotated_fd;
   std::uint64_t last_size = size;
   if (size > 0) {
@@ -248,14 +249,36 @@ Result<std::shared_ptr<ApiLedger>> ApiLedger::open(const std::filesystem::path& 
     state->last_seq = *seq;
     state->last_hash = files::sha256_hex(*last);
     if (size == 0) state->first_seq_in_file = *seq + 1;
+    // The hash of the line before the last (in the same file), for a head one line behind.
+    if (auto before = lines.previous(); before.ok() && before.value()) {
+      before_last_hash = files::sha256_hex(*before.value());
+    }
   }
   DESKD_ASSIGN_OR_RETURN(state->head, open_for_writing(folder / files::kHeadName, 0));
   char record[files::kHeadRecordBytes];
   const ssize_t got = retry_on_eintr([&] { return ::pread(state->head.get(), record, sizeof record, 0); });
   const auto head =
       got > 0 ? files::parse_head_record(std::string_view(record, static_cast<std::size_t>(got))) : std::nullopt;
-  // Left as it is: verifying tells the difference too, until the next append's head.
-  if (state->last_seq > 0 && (!head || head->seq != state->last_seq || head->sha256 != state->last_hash)) {
+  // append() writes the line, then the head: a deskd killed between the two leaves the head
+  // naming the line before the last, whole (appends are one at a time, so never more than
+  // one line behind). That is moved on to the last line and said. Anything else is left as
+  // it is: verifying tells the difference too, until the next append's head.
+  const bool one_behind = state->last_seq > 1 && head && head->seq + 1 == state->last_seq && before_last_hash &&
+                          head->sha256 == *before_last_hash;
+  bool moved_on = false;
+  if (one_behind) {
+    const std::string moved = files::format_head_record({state->last_seq, state->last_hash});
+    const ssize_t put = retry_on_eintr([&] { return ::pwrite(state->head.get(), moved.data(), moved.size(), 0); });
+    if (put == static_cast<ssize_t>(moved.size()) && ::fdatasync(state->head.get()) == 0) {
+      if (!state->repaired.empty()) state->repaired += ' ';
+      state->repaired += "ledger.head named line " + std::to_string(head->seq) + " and the ledger ends at line " +
+                         std::to_string(state->last_seq) +
+                         " (deskd stopped between writing a line and its head); the head now names line " +
+                         std::to_string(state->last_seq) + ".";
+      moved_on = true;
+    }
+  }
+  if (!moved_on && state->last_seq > 0 && (!head || head->seq != state->last_seq || head->sha256 != state->last_hash)) {
     if (!state->repaired.empty()) state->repaired += ' ';
     state->repaired +=
         head ? "ledger.head named line " + std::to_string(head->seq) + ", but the ledger ends at line " +

@@ -123,6 +123,13 @@ Result<LedgerCheck> verify_ledger(const std::filesystem::path& folder) {
   if (!head_file && check.lines == 0) return check;  // no ledger at all: nothing to verify
   const auto head = files::parse_head_record(record);
   if (!head) return problem(std::string(files::kHeadName), "missing or damaged — the last line cannot be checked");
+  if (head->seq < check.lines) {
+    return problem(std::string(files::kHeadName),
+                   "names line " + std::to_string(head->seq) + ", but the ledger goes on to line " +
+                       std::to_string(check.lines) +
+                       " — lines were added after it, or deskd stopped between writing a line and its head (a "
+                       "deskd that opens the ledger again moves a head one line behind on, and says so in its log)");
+  }
   if (head->seq != check.lines) {
     return problem(std::string(files::kHeadName), "names line " + std::to_string(head->seq) +
                                                       ", but the ledger ends at line " + std::to_string(check.lines) +

@@ -203,6 +203,43 @@ TEST_F(ApiLedgerTest, ATornTailIsCutOffAndTheChainGoesOn) {
   EXPECT_EQ(check.lines, 4u);
 }
 
+// A deskd killed after writing a line but before its head (append writes them in turn).
+TEST_F(ApiLedgerTest, AHeadOneLineBehindIsMovedOnWhenTheLedgerOpensAgain) {
+  write_lines(2);
+  const std::string head_at_two = lines_of("ledger.head").at(0);
+  write_lines(1);  // line 3
+  rewrite("ledger.head", {head_at_two});
+  LedgerCheck check = verified();
+  EXPECT_FALSE(check.intact);
+  EXPECT_TRUE(check.problem.starts_with("ledger.head: names line 2, but the ledger goes on to line 3 — lines were "
+                                        "added after it, or deskd stopped between writing a line and its head"))
+      << check.problem;
+
+  auto ledger = ApiLedger::open(folder_, clock_);
+  ASSERT_TRUE(ledger.ok()) << ledger.error().what;
+  EXPECT_EQ((*ledger)->repaired(),
+            "ledger.head named line 2 and the ledger ends at line 3 (deskd stopped between writing a line and its "
+            "head); the head now names line 3.");
+  ledger->reset();
+  check = verified();
+  EXPECT_TRUE(check.intact) << check.problem;
+  EXPECT_EQ(check.lines, 3u);
+}
+
+// Two lines past the head is not what a crash leaves: it stays for verifying to report.
+TEST_F(ApiLedgerTest, AHeadTwoLinesBehindIsLeftAsItIs) {
+  write_lines(1);
+  const std::string head_at_one = lines_of("ledger.head").at(0);
+  write_lines(2);  // lines 2 and 3
+  rewrite("ledger.head", {head_at_one});
+  auto ledger = ApiLedger::open(folder_, clock_);
+  ASSERT_TRUE(ledger.ok()) << ledger.error().what;
+  EXPECT_TRUE((*ledger)->repaired().starts_with("ledger.head named line 1, but the ledger ends at line 3"))
+      << (*ledger)->repaired();
+  ledger->reset();
+  EXPECT_FALSE(verified().intact);
+}
+
 TEST_F(ApiLedgerTest, ReadingKeepsTheNewestWithinTheBoundAndSinceATime) {
   write_lines(10);  // 09:30:00 .. 09:30:09 IST
   auto all = read_ledger(folder_, std::nullopt, 1 << 20);
