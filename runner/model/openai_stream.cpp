@@ -10,6 +10,10 @@
 
 namespace deskd::model {
 namespace json = boost::json;
+
+namespace {
+constexpr std::size_t kMaximumToolCalls = 4096;
+}  // namespace
 using json_fields::count_at;
 using json_fields::object_at;
 using json_fields::string_at;
@@ -131,7 +135,15 @@ void OpenAiStreamAssembler::take_tool_call(const json::value& piece, std::uint64
   const json::object* fields = piece.if_object();
   if (fields == nullptr) return;
   // Some servers leave out "index" when they send each call whole.
-  PendingCall& call = calls_[count_at(*fields, "index").value_or(position)];
+  const std::uint64_t index = count_at(*fields, "index").value_or(position);
+  // A piece with an empty name and arguments counts no bytes: the calls are bounded by
+  // their number too. A turn's tool calls are tens.
+  if (calls_.size() >= kMaximumToolCalls && !calls_.contains(index)) {
+    throw ProviderError(service_ + "'s reply named more than " + std::to_string(kMaximumToolCalls) +
+                            " tool calls, far more than any reply holds; it was given up.",
+                        false);
+  }
+  PendingCall& call = calls_[index];
   if (auto id = string_at(*fields, "id"); id && !id->empty()) call.id = *id;
   const json::object* function = object_at(*fields, "function");
   if (function == nullptr) return;

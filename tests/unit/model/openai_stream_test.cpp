@@ -132,6 +132,17 @@ TEST(OpenAiStreamTest, AMalformedChunkIsNamed) {
   EXPECT_THAT(failure->what(), HasSubstr("sent a malformed chunk"));
 }
 
+// Empty pieces count no bytes, so a server that names a new call in each would grow the
+// calls without end: they are bounded by their number.
+TEST(OpenAiStreamTest, AReplyNamingThousandsOfToolCallsIsGivenUp) {
+  std::string wire;
+  for (int index = 0; index <= 4096; ++index) wire += call_piece(index, "", "", "");
+  const auto failure = failure_of(OpenAiStreamAssembler(std::string(kService), 4096), wire);
+  ASSERT_TRUE(failure);
+  EXPECT_THAT(failure->what(), HasSubstr("named more than 4096 tool calls"));
+  EXPECT_FALSE(failure->retryable());
+}
+
 TEST(OpenAiStreamTest, AStreamCutBeforeAnyFinishIsRetryable) {
   const auto failure = failure_of(OpenAiStreamAssembler(std::string(kService), 4096), content("Nifty closed"));
   ASSERT_TRUE(failure);
