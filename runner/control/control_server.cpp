@@ -44,6 +44,29 @@ bool out_of_resources(const boost::system::error_code& error) {
 
 std::size_t max_clients_per_uid(std::size_t max_clients) { return std::max<std::size_t>(max_clients / 4, 4); }
 
+std::string client_refusal(std::size_t live, std::size_t held_by_peer, bool privileged, std::size_t max_clients,
+                           const std::string& who, std::string_view clients) {
+  const std::string counted(clients);
+  if (privileged) {
+    if (live < max_clients + kReservedPrivilegedClients) return "";
+    return "deskd already serves " + std::to_string(live) + " " + counted + ": its limit of " +
+           std::to_string(max_clients) + " ([runner] max_clients) and the " +
+           std::to_string(kReservedPrivilegedClients) +
+           " places kept for root and deskd's own user are taken; try again once one has gone.";
+  }
+  // A user past its own share hears that first: waiting for others would not help it.
+  const std::size_t share = max_clients_per_uid(max_clients);
+  if (held_by_peer >= share) {
+    return who + " already has " + std::to_string(share) + " connections to deskd, the most one user may hold (a "
+           "quarter of [runner] max_clients); close one first.";
+  }
+  if (live >= max_clients) {
+    return "deskd already serves " + std::to_string(live) + " " + counted +
+           ", its limit ([runner] max_clients); try again once one has gone.";
+  }
+  return "";
+}
+
 struct ControlServer::State {
   State(asio::any_io_executor executor, ControlServerSettings settings_, ControlService& service)
       : acceptor(executor),
@@ -84,24 +107,8 @@ struct ControlServer::State {
   // own uid: past the slots kept for them too), or past its uid's share.
   std::string refusal_for(const PeerCredentials& peer, const std::string& who) {
     const std::size_t live = live_connections();
-    const std::size_t limit = settings.max_clients;
-    if (settings.policy.is_privileged(peer)) {
-      if (live < limit + kReservedPrivilegedClients) return "";
-      return "deskd already serves " + std::to_string(live) + " clients: its limit of " + std::to_string(limit) +
-             " ([runner] max_clients) and the " + std::to_string(kReservedPrivilegedClients) +
-             " places kept for root and deskd's own user are taken; try again once one has gone.";
-    }
-    // A user past its own share hears that first: waiting for others would not help it.
-    const std::size_t share = max_clients_per_uid(limit);
-    if (connections_of(peer.uid) >= share) {
-      return who + " already has " + std::to_string(share) + " connections to deskd, the most one user may hold (a "
-             "quarter of [runner] max_clients); close one first.";
-    }
-    if (live >= limit) {
-      return "deskd already serves " + std::to_string(live) + " clients, its limit ([runner] max_clients); try again "
-             "once one has gone.";
-    }
-    return "";
+    return client_refusal(live, connections_of(peer.uid), settings.policy.is_privileged(peer), settings.max_clients,
+                          who);
   }
 
   // Answers a connection that will not be served with one error line, then closes it.

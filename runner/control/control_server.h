@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 #include "runner/control/peer_policy.h"
@@ -46,6 +47,13 @@ inline constexpr std::chrono::milliseconds kDefaultRequestDeadline{10000};
 /// How many connections one uid other than root and deskd's own may hold: a quarter of
 /// `max_clients`, and at least 4.
 std::size_t max_clients_per_uid(std::size_t max_clients);
+/// The one admission rule of deskd's sockets (control and web): why a client gets no place
+/// ("" when it gets one). `live` connections are open, `held_by_peer` of them its peer's;
+/// a privileged peer (root, deskd's own uid) may use kReservedPrivilegedClients places past
+/// `max_clients`; any other peer at most max_clients_per_uid. `who` names the peer,
+/// `clients` what is counted ("clients", "web clients").
+std::string client_refusal(std::size_t live, std::size_t held_by_peer, bool privileged, std::size_t max_clients,
+                           const std::string& who, std::string_view clients = "clients");
 /// How long the accept loop waits when deskd is out of descriptors (EMFILE, ENFILE).
 inline constexpr std::chrono::milliseconds kAcceptBackoff{100};
 

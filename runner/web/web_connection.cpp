@@ -304,26 +304,27 @@ class WebConnection final : public WebConnectionBase, public std::enable_shared_
 
 template <class Stream>
 void start_connection(const std::shared_ptr<WebServer::State>& state, Stream stream, WebListener listener,
-                      std::optional<WebIdentity> unix_identity) {
+                      std::optional<WebIdentity> unix_identity, std::optional<uid_t> uid) {
   auto connection =
       std::make_shared<WebConnection<Stream>>(state, std::move(stream), listener, std::move(unix_identity));
-  state->connections.push_back(connection);
+  state->connections.push_back({connection, uid});
   state->serving.spawn(WebConnection<Stream>::serve(connection));
 }
 
 }  // namespace
 
 void start_unix_connection(const std::shared_ptr<WebServer::State>& state, stream_protocol::socket socket,
-                           control::ControlCaller caller) {
+                           control::ControlCaller caller, uid_t uid) {
   start_connection(state, std::move(socket), WebListener{false, false},
-                   WebIdentity{std::move(caller), state->unix_csrf, false});
+                   WebIdentity{std::move(caller), state->unix_csrf, false}, uid);
 }
 
 void start_tcp_connection(const std::shared_ptr<WebServer::State>& state, tcp::socket socket) {
   if (state->tls) {
-    start_connection(state, TlsStream(std::move(socket), *state->tls), WebListener{true, true}, std::nullopt);
+    start_connection(state, TlsStream(std::move(socket), *state->tls), WebListener{true, true}, std::nullopt,
+                     std::nullopt);
   } else {
-    start_connection(state, std::move(socket), WebListener{true, false}, std::nullopt);
+    start_connection(state, std::move(socket), WebListener{true, false}, std::nullopt, std::nullopt);
   }
 }
 

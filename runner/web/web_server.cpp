@@ -8,6 +8,7 @@
 
 #include "base/asio_await.h"
 #include "base/exception_text.h"
+#include "runner/control/control_server.h"
 #include "runner/control/unix_listener.h"
 #include "runner/web/web_server_state.h"
 
@@ -82,18 +83,19 @@ asio::awaitable<void> accept_unix(std::shared_ptr<WebServer::State> state) {
           asio::detached);
       continue;
     }
-    if (state->live_connections() >= state->settings.max_clients) {
-      state->warn("web too many clients",
-                  "web: refused a connection: " + std::to_string(state->settings.max_clients) + " are open");
-      asio::co_spawn(state->executor,
-                     turn_away_unix(std::move(socket), http::status::service_unavailable,
-                                    "deskd serves as many web clients as it may; try again later."),
+    // The control socket's rule: a share per uid, and places kept for root and deskd's own.
+    const std::string who = control::PeerPolicy::describe(*peer);
+    const bool privileged = state->settings.policy.is_privileged(*peer);
+    const std::size_t live = state->live_connections();
+    if (const std::string refusal = control::client_refusal(live, state->connections_of(peer->uid), privileged,
+                                                            state->settings.max_clients, who, "web clients");
+        !refusal.empty()) {
+      state->warn("web too many clients", "web: refused a connection from " + who + ": " + refusal);
+      asio::co_spawn(state->executor, turn_away_unix(std::move(socket), http::status::service_unavailable, refusal),
                      asio::detached);
       continue;
     }
-    start_unix_connection(
-        state, std::move(socket),
-        control::ControlCaller{control::PeerPolicy::describe(*peer), state->settings.policy.is_privileged(*peer)});
+    start_unix_connection(state, std::move(socket), control::ControlCaller{who, privileged}, peer->uid);
   }
 }
 
@@ -108,10 +110,14 @@ asio::awaitable<void> accept_tcp(std::shared_ptr<WebServer::State> state) {
       co_await backoff.async_wait(kAwait);
       continue;
     }
-    // No place: closed at once (a TLS client could not read a plain answer anyway).
-    if (state->live_connections() >= state->settings.max_clients) {
-      state->warn("web too many clients",
-                  "web: refused a connection: " + std::to_string(state->settings.max_clients) + " are open");
+    // No place: closed at once (a TLS client could not read a plain answer anyway). Any
+    // local user can reach a loopback port, so TCP clients together get one peer's share:
+    // they cannot take the places of the Unix socket's users.
+    const std::size_t live = state->live_connections();
+    if (const std::string refusal = control::client_refusal(live, state->connections_of(std::nullopt), false,
+                                                            state->settings.max_clients, "TCP clients", "web clients");
+        !refusal.empty()) {
+      state->warn("web too many clients", "web: refused a TCP connection: " + refusal);
       continue;
     }
     start_tcp_connection(state, std::move(socket));
@@ -134,11 +140,17 @@ WebServer::State::State(asio::any_io_executor executor_, WebServerSettings setti
       serving(executor_, [this](std::exception_ptr escaped) { report_web_escape(*this, escaped); }) {}
 
 std::size_t WebServer::State::live_connections() {
-  connections.remove_if([](const std::weak_ptr<WebConnectionBase>& weak) {
-    const auto connection = weak.lock();
+  connections.remove_if([](const Served& served) {
+    const auto connection = served.connection.lock();
     return !connection || connection->closed();
   });
   return connections.size();
+}
+
+std::size_t WebServer::State::connections_of(std::optional<uid_t> uid) {
+  live_connections();
+  return static_cast<std::size_t>(
+      std::count_if(connections.begin(), connections.end(), [&](const Served& served) { return served.uid == uid; }));
 }
 
 void WebServer::State::warn(std::string_view key, const std::string& text) { log.warn(key, text); }
@@ -195,8 +207,8 @@ void WebServer::close() {
   boost::system::error_code ignored;
   state_->unix_acceptor.close(ignored);
   state_->tcp_acceptor.close(ignored);
-  for (auto& weak : state_->connections) {
-    if (auto connection = weak.lock()) connection->close();
+  for (auto& served : state_->connections) {
+    if (auto connection = served.connection.lock()) connection->close();
   }
   state_->connections.clear();
   state_->log.flush();

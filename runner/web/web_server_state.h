@@ -5,6 +5,8 @@
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 
+#include <sys/types.h>
+
 #include <list>
 #include <memory>
 #include <optional>
@@ -45,20 +47,27 @@ struct WebServer::State {
   /// Warnings, a few a second of each kind: a client that sends thousands of bad requests
   /// does not flood the log.
   control::RateLimitedLog log;
-  std::list<std::weak_ptr<WebConnectionBase>> connections;
+  /// Each open connection and its peer's uid (none: a TCP client, all of whom share one
+  /// peer's part of max_clients, since who they are is known only after a login).
+  struct Served {
+    std::weak_ptr<WebConnectionBase> connection;
+    std::optional<uid_t> uid;
+  };
+  std::list<Served> connections;
   TaskGroup accepting;
   TaskGroup serving;
   bool closed = false;
   bool socket_created = false;
 
   std::size_t live_connections();
+  std::size_t connections_of(std::optional<uid_t> uid);
   /// Logs `text` (never a secret) under the kind `key`, rate-limited.
   void warn(std::string_view key, const std::string& text);
 };
 
 /// Serves one Unix-socket connection whose peer is `caller` (already checked).
 void start_unix_connection(const std::shared_ptr<WebServer::State>& state,
-                           boost::asio::local::stream_protocol::socket socket, control::ControlCaller caller);
+                           boost::asio::local::stream_protocol::socket socket, control::ControlCaller caller, uid_t uid);
 /// Serves one TCP connection (over TLS when the server has a TLS context).
 void start_tcp_connection(const std::shared_ptr<WebServer::State>& state, boost::asio::ip::tcp::socket socket);
 }  // namespace deskd::web

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <regex>
+#include <thread>
 
 #include "e2e/daemon_fixture.h"
 #include "e2e/serve_test_support.h"
@@ -252,6 +253,46 @@ TEST_F(ServeWebE2eTest, OversizedAndBrokenRequestsAreAnsweredAndTheServerGoesOn)
   ASSERT_TRUE(after);
   EXPECT_EQ(after->status, 200);
   EXPECT_EQ(daemon.deskctl({"desks"}).exit_code, 0);
+}
+
+// The control socket's admission rule on the web's listeners: TCP clients, whoever they
+// are (any local user reaches a loopback port), get one user's share (a quarter of
+// [runner] max_clients); deskd's own uid (this test) gets the places kept for it beyond
+// max_clients, and is told so past them.
+TEST_F(ServeWebE2eTest, TcpClientsGetOneUsersShareAndThePlacesKeptForTheOperatorHold) {
+  ServeDaemon daemon({{"one", kHello}}, "web_listen = \"127.0.0.1:0\"\nmax_clients = 16\n");
+  ASSERT_NO_FATAL_FAILURE(start(daemon));
+  const int port = login_link(daemon).second;
+  ASSERT_NE(port, 0);
+  std::vector<WebClient> tcp;
+  for (int index = 0; index < 4; ++index) {
+    tcp.push_back(WebClient::tcp(port));
+    ASSERT_TRUE(tcp.back().connected());
+    std::this_thread::sleep_for(50ms);  // accepted in this order
+  }
+  auto fifth = WebClient::tcp(port);
+  EXPECT_TRUE(fifth.closed_by_peer(5s)) << "a fifth TCP client was served past the TCP clients' share";
+  for (auto& client : tcp) EXPECT_FALSE(client.closed_by_peer(50ms));
+
+  // 4 TCP clients and 16 of deskd's own: max_clients and the 4 places kept.
+  std::vector<WebClient> own;
+  for (int index = 0; index < 16; ++index) {
+    own.push_back(WebClient::unix_socket(web_socket(daemon)));
+    const auto reply = own.back().exchange(http_request("GET", "/api/session"));
+    ASSERT_TRUE(reply) << index;
+    ASSERT_EQ(reply->status, 200) << index;
+  }
+  auto past = WebClient::unix_socket(web_socket(daemon));
+  const auto refused = past.read_reply(10s);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_THAT(refused->body, HasSubstr("places kept for root and deskd's own user are taken"));
+  own.pop_back();  // one gone: a place again
+  std::this_thread::sleep_for(100ms);
+  auto again = WebClient::unix_socket(web_socket(daemon));
+  const auto served = again.exchange(http_request("GET", "/api/session"));
+  ASSERT_TRUE(served);
+  EXPECT_EQ(served->status, 200);
 }
 
 TEST_F(ServeWebE2eTest, EventsStreamADesksTurnAsServerSentEvents) {
