@@ -52,6 +52,12 @@ async def seed_round_trips(session, runs):
     return samples
 
 
+def load_average():
+    """The 1, 5 and 15 minute load averages, as /proc/loadavg gives them."""
+    with open("/proc/loadavg") as loadavg:
+        return " ".join(loadavg.read().split()[:3])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deskd", required=True)
@@ -59,6 +65,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=20)
     options = parser.parse_args()
+    load_before = load_average()
 
     folder = tempfile.mkdtemp(prefix="deskd-shell-bench-", dir="/var/tmp")
     os.chmod(folder, 0o755)
@@ -87,6 +94,8 @@ def main():
     print(f"deskd_shell_json_median_us={deskd_median:.1f}")
     print(f"python_seed_median_us={seed_median:.1f}")
     print(f"ratio={deskd_median / seed_median:.2f}")
+    print(f"load_average_before={load_before}")
+    print(f"load_average_after={load_average()}")
     print(f"# warm true: deskd shell --json (driven from Python) {deskd_median:.1f} us, the seed in process "
           f"{seed_median:.1f} us (medians of {len(deskd_samples)}): ratio {deskd_median / seed_median:.2f} "
           f"(goal <= 0.8)")
