@@ -114,8 +114,9 @@ asio::awaitable<void> accept_tcp(std::shared_ptr<WebServer::State> state) {
     // local user can reach a loopback port, so TCP clients together get one peer's share:
     // they cannot take the places of the Unix socket's users.
     const std::size_t live = state->live_connections();
-    if (const std::string refusal = control::client_refusal(live, state->connections_of(std::nullopt), false,
-                                                            state->settings.max_clients, "TCP clients", "web clients");
+    if (const std::string refusal =
+            control::client_refusal(live, state->connections_of(std::nullopt), false, state->settings.max_clients,
+                                    "TCP (its clients together)", "web clients");
         !refusal.empty()) {
       state->warn("web too many clients", "web: refused a TCP connection: " + refusal);
       continue;
