@@ -30,6 +30,7 @@
 
 #include "policy/confinement.h"
 #include "sandbox/cgroup_limits.h"
+#include "tests/unit/sandbox/cgroup_line.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -291,15 +292,6 @@ std::string read_until(int fd, const std::string& until) {
   return text;
 }
 
-// The path of the cgroup in the v1 memory hierarchy (or v2) that a sandbox printed.
-std::string memory_cgroup_line(const std::string& text) {
-  for (const char* key : {":memory:", "0::"}) {
-    const std::size_t at = text.find(key);
-    if (at != std::string::npos) return text.substr(at, text.find('\n', at) - at);
-  }
-  return "";
-}
-
 // A desk's sandboxes (its bash, its subagents' bashes, its file opener) share the desk's one
 // cgroup and its limits: three sandboxes of one spec, each holding 110 MiB under a 200 MiB
 // desk, cannot all hold it — and each sandbox has a cgroup of its own inside the desk's.
@@ -328,7 +320,7 @@ TEST(LauncherTest, SandboxesOfOneSpecShareTheDesksLimits) {
   int holding = 0;
   std::uint64_t kills = 0;
   for (std::size_t index = 0; index < sandboxes.size(); ++index) {
-    const std::string line = memory_cgroup_line(outputs[index]);
+    const std::string line = cgroup_test::memory_cgroup_line(outputs[index]);
     const std::size_t desk = line.find("/desk-");
     const std::size_t sandbox = line.find("/sandbox-");
     ASSERT_NE(desk, std::string::npos) << outputs[index];

@@ -16,6 +16,7 @@
 #include "sandbox/cgroup_limits.h"
 #include "sandbox/cgroup_v1.h"
 #include "sandbox/launcher.h"
+#include "tests/unit/sandbox/cgroup_line.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -44,15 +45,6 @@ std::string read_to_end(int fd) {
   return text;
 }
 
-// The sandbox's line of /proc/self/cgroup for the memory hierarchy (v1) or the unified one.
-std::string memory_line(const std::string& text) {
-  for (const char* key : {":memory:", "0::"}) {
-    const std::size_t at = text.find(key);
-    if (at != std::string::npos) return text.substr(at, text.find('\n', at) - at);
-  }
-  return "";
-}
-
 TEST(OneSandboxCgroupTest, TheSandboxRunsInOneInstanceFolderThatHoldsTheLimitsAndGoesWithIt) {
   const SupportCheck limits = check_desk_limits();
   if (!limits.available) GTEST_SKIP() << "this deskd gets no cgroup: " << limits.detail;
@@ -73,7 +65,7 @@ TEST(OneSandboxCgroupTest, TheSandboxRunsInOneInstanceFolderThatHoldsTheLimitsAn
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.error().what.find("asked for a second"), std::string::npos) << second.error().what;
 
-  const std::string line = memory_line(text);
+  const std::string line = cgroup_test::memory_cgroup_line(text);
   const std::size_t instance = line.find("/instance-");
   ASSERT_NE(instance, std::string::npos) << text;
   EXPECT_EQ(line.find("/desk-"), std::string::npos) << line;
