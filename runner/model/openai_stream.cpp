@@ -10,10 +10,6 @@
 
 namespace deskd::model {
 namespace json = boost::json;
-
-namespace {
-constexpr std::size_t kMaximumToolCalls = 4096;
-}  // namespace
 using json_fields::count_at;
 using json_fields::object_at;
 using json_fields::string_at;
@@ -138,8 +134,8 @@ void OpenAiStreamAssembler::take_tool_call(const json::value& piece, std::uint64
   const std::uint64_t index = count_at(*fields, "index").value_or(position);
   // A piece with an empty name and arguments counts no bytes: the calls are bounded by
   // their number too. A turn's tool calls are tens.
-  if (calls_.size() >= kMaximumToolCalls && !calls_.contains(index)) {
-    throw ProviderError(service_ + "'s reply named more than " + std::to_string(kMaximumToolCalls) +
+  if (calls_.size() >= kMaximumReplyItems && !calls_.contains(index)) {
+    throw ProviderError(service_ + "'s reply named more than " + std::to_string(kMaximumReplyItems) +
                             " tool calls, far more than any reply holds; it was given up.",
                         false);
   }

@@ -16,8 +16,6 @@ using json_fields::string_at;
 
 namespace {
 
-constexpr std::size_t kMaximumOutputItems = 4096;
-
 // An "error" event ({"type": "error", "code", "message", "param"}: ResponseErrorEvent) or
 // a failed response's error ({"code", "message"}: ResponseError) read as the API's error
 // body, so that its code means what it means in an HTTP error (server_error is worth a
@@ -72,8 +70,8 @@ ResponsesStreamAssembler::OutputItem& ResponsesStreamAssembler::item_at(const js
   const std::uint64_t index = count_at(event, "output_index").value_or(0);
   // Every event may name a new item, and an empty delta counts no bytes: the items are
   // bounded by their number too. A reply holds a few; a turn's tool calls, tens.
-  if (items_.size() >= kMaximumOutputItems && !items_.contains(index)) {
-    throw ProviderError(service_ + "'s reply named more than " + std::to_string(kMaximumOutputItems) +
+  if (items_.size() >= kMaximumReplyItems && !items_.contains(index)) {
+    throw ProviderError(service_ + "'s reply named more than " + std::to_string(kMaximumReplyItems) +
                             " output items, far more than any reply holds; it was given up.",
                         false);
   }

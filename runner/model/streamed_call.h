@@ -21,6 +21,10 @@ namespace deskd::model {
 /// Far beyond any max_tokens a model allows (128k tokens are about 0.5 MB of text); a
 /// server that streams without end is stopped here instead of filling deskd's memory.
 inline constexpr std::size_t kMaximumReplyBytes = std::size_t{32} << 20;
+/// How many output items (Responses) or tool calls (Chat Completions) one reply may name:
+/// an empty piece counts no bytes, so they are bounded by their number too. A reply holds a
+/// few; a turn's tool calls, tens.
+inline constexpr std::size_t kMaximumReplyItems = 4096;
 /// A refusal's words are quoted whole, up to this much.
 inline constexpr std::size_t kMaximumRefusalQuote = 2000;
 
