@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -69,7 +70,14 @@ void run(Job& job) {
     if (job.cancelled) kill_child(job);
     job.changed.notify_all();
   };
-  auto started = start_sharing_memory(job.spec, job.command, streams, watch);
+  // Nothing may leave a launch thread: what would have reached the caller reaches it here.
+  std::optional<Result<StartingSandbox>> started;
+  try {
+    started.emplace(start_sharing_memory(job.spec, job.command, streams, watch));
+  } catch (const std::exception& failure) {
+    started.emplace(Error::make(ErrorCode::internal,
+                                std::string("The sandbox could not be set up: its launch failed: ") + failure.what()));
+  }
   // The child holds its own copies of the streams now, or there is no child.
   job.input.reset();
   job.output.reset();
@@ -77,7 +85,7 @@ void run(Job& job) {
   job.extra.clear();
   {
     std::lock_guard lock(job.mutex);
-    job.result.emplace(std::move(started));
+    job.result = std::move(started);
     job.over = true;
     job.changed.notify_all();
   }
