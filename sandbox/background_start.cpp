@@ -151,7 +151,7 @@ class LaunchThreads {
         cancelled = job->cancelled;
       }
       if (!cancelled) run(*job);  // a cancelled job's owner no longer waits for it
-      job.reset();
+      job.reset();  // the last reference if its owner is gone: what it made is reaped here
       std::lock_guard lock(mutex_);
       ++idle_;
     }
@@ -202,9 +202,12 @@ BackgroundStart::~BackgroundStart() {
   if (!job_->over) {
     job_->cancelled = true;
     kill_child(*job_);
-    // Not yet taken by a thread: it never will be run. Taken: the thread is to be waited
-    // for, since it makes the child, which must be reaped here.
-    if (!job_->taken_by_thread) return;
+    // Not yet taken by a thread: it never will be run. Taken but not cloned: the thread
+    // kills the child as soon as it is made and reaps it when it drops the job, so a
+    // launch stuck before its clone (a host path that hangs) does not hold this thread,
+    // the event loop. Cloned: killed above; the thread is waited for (it ends at once),
+    // and the sandbox is reaped here.
+    if (!job_->taken_by_thread || !job_->cloned) return;
     job_->changed.wait(lock, [&] { return job_->over; });
   }
   std::optional<Result<StartingSandbox>> result = std::move(job_->result);

@@ -45,8 +45,9 @@ class BackgroundStart {
   static Result<std::unique_ptr<BackgroundStart>> begin(const SandboxSpec& spec,
                                                         const std::vector<std::string>& command,
                                                         const StandardStreams& streams);
-  /// Unfinished: the child, if made, is killed; waits for the launch thread to be done with
-  /// it, and the sandbox is then reaped.
+  /// Unfinished: the child, if made, is killed, waited for and reaped. A launch that has
+  /// not made its child yet is not waited for: its launch thread kills the child as soon as
+  /// it is made and reaps it, so a launch stuck before its clone holds no caller.
   ~BackgroundStart();
   BackgroundStart(const BackgroundStart&) = delete;
   BackgroundStart& operator=(const BackgroundStart&) = delete;
