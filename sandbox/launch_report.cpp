@@ -46,25 +46,14 @@ int exit_status_for_launch_error(const Error& error) {
   return kSetupFailedStatus;
 }
 
-StartingSandbox::StartingSandbox(std::unique_ptr<BackgroundStart> background)
-    : process_(-1, UniqueFd()), background_(std::move(background)) {}
-StartingSandbox::StartingSandbox(StartingSandbox&&) noexcept = default;
-StartingSandbox& StartingSandbox::operator=(StartingSandbox&&) noexcept = default;
-StartingSandbox::~StartingSandbox() = default;
-
-pid_t StartingSandbox::pid() const { return background_ ? background_->pid() : process_.pid(); }
-
-int StartingSandbox::report_fd() const { return background_ ? background_->done_fd() : report_.get(); }
-
 bool StartingSandbox::set_up_over() const {
-  const int descriptor = report_fd();
-  if (descriptor < 0) return true;
-  pollfd report{descriptor, POLLIN, 0};
+  if (!report_) return true;
+  pollfd report{report_.get(), POLLIN, 0};
   return retry_on_eintr([&] { return ::poll(&report, 1, 0); }) != 0;
 }
 
-Result<void> StartingSandbox::wait_for_set_up() {
-  if (!report_) return success();
+Result<SandboxedProcess> StartingSandbox::finish() && {
+  if (!report_) return std::move(process_);  // set up already (a child that shared deskd's memory)
   // The pipe closes without a record once the command has been executed. It may have been
   // made non-blocking by an event loop that waited on it (O_NONBLOCK belongs to the open
   // pipe, which a dup shares): a read that would block waits here, and only end of file
@@ -88,31 +77,16 @@ Result<void> StartingSandbox::wait_for_set_up() {
     received += static_cast<std::size_t>(count);
   }
   report_.reset();
-  if (received == 0) return success();
+  if (received == 0) {
+    handover_.complete();
+    if (started_) started_(std::chrono::steady_clock::now() - began_);
+    return std::move(process_);
+  }
   process_.close();
   if (received < sizeof failure) {
     return Error::make(ErrorCode::internal, "The sandbox could not be set up: its child sent a truncated report.");
   }
   return launch_error(failure);
-}
-
-Result<SandboxedProcess> StartingSandbox::finish() && {
-  if (background_) {
-    // The launch thread waited for the set-up; what is handed over and told happens here,
-    // on the caller's thread, as for a sandbox started on it.
-    auto started = background_->take();
-    background_.reset();
-    if (!started.ok()) return std::move(started).error();
-    started->tell_start_to(std::move(started_), began_);
-    return std::move(*started).finish();
-  }
-  DESKD_RETURN_IF_ERROR(wait_for_set_up());
-  handover_.complete();
-  if (started_) {
-    started_(std::chrono::steady_clock::now() - began_);
-    started_ = nullptr;
-  }
-  return std::move(process_);
 }
 
 }  // namespace deskd::sandbox

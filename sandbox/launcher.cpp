@@ -328,8 +328,7 @@ Result<void> wake_child(Launch& launch, SandboxedProcess& process) {
 }
 
 Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
-                              const StandardStreams& streams, ChildMaking making = ChildMaking::forking,
-                              const CloneWatch& watch = {}) {
+                              const StandardStreams& streams, ChildMaking making = ChildMaking::forking) {
   const auto began = std::chrono::steady_clock::now();
   DESKD_RETURN_IF_ERROR(refuse_kept_groups(spec));
   DESKD_ASSIGN_OR_RETURN(const int init_image, init_image_descriptor());
@@ -345,16 +344,14 @@ Result<StartingSandbox> start(const SandboxSpec& spec, std::uint32_t mode, const
   // reaps the child, which may be running on this stack, in this memory.
   SharedMemoryChild shared;
   DESKD_ASSIGN_OR_RETURN(SandboxedProcess process, clone_sandbox(spec, making, launch, shared));
-  if (watch) watch(process.pid(), process.pidfd());
   DESKD_RETURN_IF_ERROR(place_in_cgroup(launch, process));
   DESKD_RETURN_IF_ERROR(wake_child(launch, process));
   StartingSandbox starting(std::move(process), std::move(launch.failures.read_end), std::move(launch.handover));
   starting.tell_start_to(spec.started, began);
   if (!shared.stack) return starting;
-  // The child reads `launch` until it has executed: the set-up ends here. What is handed
-  // over and told once it is over is left to finish(), on the caller's thread.
-  DESKD_RETURN_IF_ERROR(starting.wait_for_set_up());
-  return starting;
+  // The child reads `launch` until it has executed: the set-up ends here.
+  DESKD_ASSIGN_OR_RETURN(SandboxedProcess running, std::move(starting).finish());
+  return StartingSandbox(std::move(running), UniqueFd());
 }
 
 Result<SandboxedProcess> launch(const SandboxSpec& spec, std::uint32_t mode, const std::vector<std::string>& command,
@@ -372,22 +369,10 @@ Result<void> check_command(const std::vector<std::string>& command) {
 
 }  // namespace
 
-Result<StartingSandbox> start_sharing_memory(const SandboxSpec& spec, const std::vector<std::string>& command,
-                                             const StandardStreams& streams, const CloneWatch& watch) {
-  return start(spec, DESKD_INIT_RUN, command, streams, ChildMaking::sharing_memory, watch);
-}
-
-// Where the child can share deskd's memory, a launch thread makes it and waits for its
-// set-up (background_start.h); elsewhere (sanitizer builds, old kernels) it is a fork.
 Result<StartingSandbox> start_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
                                         const StandardStreams& streams) {
   DESKD_RETURN_IF_ERROR(check_command(command));
-  if (!can_clone_sharing_memory()) return start(spec, DESKD_INIT_RUN, command, streams);
-  const auto began = std::chrono::steady_clock::now();
-  DESKD_ASSIGN_OR_RETURN(std::unique_ptr<BackgroundStart> background, BackgroundStart::begin(spec, command, streams));
-  StartingSandbox starting(std::move(background));
-  starting.tell_start_to(spec.started, began);
-  return starting;
+  return start(spec, DESKD_INIT_RUN, command, streams);
 }
 
 Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,

@@ -5,13 +5,10 @@
 // prepared here before the clone. The launch fails closed: if any isolation step fails
 // in the child, the command never runs and the error names the step and the path.
 
-#include <chrono>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
-#include "sandbox/background_start.h"
 #include "sandbox/listener_handover.h"
 #include "sandbox/sandbox_spec.h"
 #include "sandbox/sandboxed_process.h"
@@ -41,34 +38,23 @@ Result<SandboxedProcess> launch_sandboxed(const SandboxSpec& spec,
                                           const StandardStreams& streams = {});
 
 /// A sandbox whose child has been created and woken but may still be setting itself up
-/// (mounts, seccomp, landlock, the init, the exec of the command), or, where the child
-/// shares deskd's memory, whose launch a launch thread is carrying out (background_start.h).
-/// An event loop waits for report_fd() to become readable instead of blocking for the
-/// whole set-up, then calls finish(). Dropping it unfinished kills and reaps the sandbox.
+/// (mounts, seccomp, landlock, the init, the exec of the command). An event loop waits
+/// for report_fd() to become readable instead of blocking for the whole set-up, then
+/// calls finish(). Dropping it unfinished kills and reaps the sandbox.
 class StartingSandbox {
  public:
   StartingSandbox(SandboxedProcess process, UniqueFd report, ListenerHandover handover = {})
       : process_(std::move(process)), report_(std::move(report)), handover_(std::move(handover)) {}
-  explicit StartingSandbox(std::unique_ptr<BackgroundStart> background);
-  StartingSandbox(StartingSandbox&&) noexcept;
-  StartingSandbox& operator=(StartingSandbox&&) noexcept;
-  ~StartingSandbox();
 
-  /// The host pid of the sandbox's init (on a launch thread: once the clone is made, which
-  /// this waits for; -1 when the launch failed before it).
-  pid_t pid() const;
+  /// The host pid of the sandbox's init.
+  pid_t pid() const { return process_.pid(); }
 
   /// Readable (a failure record, or end of file once the command was executed) when the
   /// set-up is over.
-  int report_fd() const;
+  int report_fd() const { return report_.get(); }
 
   /// Whether report_fd() is readable now (an event loop's wake-up may be spurious).
   bool set_up_over() const;
-
-  /// Blocks until the child's set-up is over: nothing once it has executed, else the launch
-  /// error (the sandbox reaped). The first half of finish(), for the thread that made a
-  /// child sharing its memory, which must wait in its place.
-  Result<void> wait_for_set_up();
 
   /// The running sandbox, or the launch error naming the step that failed. Blocks until
   /// the set-up is over if report_fd() is not yet readable.
@@ -84,14 +70,12 @@ class StartingSandbox {
   SandboxedProcess process_;
   UniqueFd report_;
   ListenerHandover handover_;  // the desk's seccomp listener, taken once the child has executed
-  std::unique_ptr<BackgroundStart> background_;  // the launch a launch thread carries out
   SandboxStartObserver started_;
   std::chrono::steady_clock::time_point began_;
 };
 
 /// launch_sandboxed without waiting for the child's set-up: the same checks, the same
-/// errors (those of the set-up come from finish(); where the child shares deskd's memory,
-/// so do those of the steps before the clone, which a launch thread takes).
+/// errors (those of the set-up come from finish()).
 Result<StartingSandbox> start_sandboxed(const SandboxSpec& spec, const std::vector<std::string>& command,
                                         const StandardStreams& streams = {});
 

@@ -11,8 +11,7 @@
 // the calling thread must not rely on errno (the child shares its thread's TLS), until the
 // child has executed or died. launcher.cpp keeps the rule by waiting, with every signal
 // blocked, for the child's report pipe to close (or carry a failure) before anything the
-// child reads goes out of scope; an early return kills and reaps the child first. An event
-// loop's start_sandboxed has a launch thread do that waiting (background_start.h).
+// child reads goes out of scope; an early return kills and reaps the child first.
 
 #include <sys/types.h>
 

@@ -17,7 +17,6 @@
 #include "sandbox/cgroup_v1.h"
 #include "sandbox/launcher.h"
 #include "tests/unit/sandbox/cgroup_line.h"
-#include "tests/unit/sandbox/pipe_text.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -38,6 +37,14 @@ SandboxSpec one_sandbox_spec(const fs::path& root, std::uint64_t memory_bytes) {
   return spec;
 }
 
+std::string read_to_end(int fd) {
+  std::string text;
+  char buffer[4096];
+  for (ssize_t count; (count = ::read(fd, buffer, sizeof buffer)) > 0;)
+    text.append(buffer, static_cast<std::size_t>(count));
+  return text;
+}
+
 TEST(OneSandboxCgroupTest, TheSandboxRunsInOneInstanceFolderThatHoldsTheLimitsAndGoesWithIt) {
   const SupportCheck limits = check_desk_limits();
   if (!limits.available) GTEST_SKIP() << "this deskd gets no cgroup: " << limits.detail;
@@ -50,7 +57,7 @@ TEST(OneSandboxCgroupTest, TheSandboxRunsInOneInstanceFolderThatHoldsTheLimitsAn
   auto process = launch_sandboxed(spec, {"/bin/bash", "-c", hog}, StandardStreams{-1, ends[1], ends[1]});
   ::close(ends[1]);
   ASSERT_TRUE(process.ok()) << process.error().what;
-  const std::string text = pipe_test::read_to_end(ends[0]);
+  const std::string text = read_to_end(ends[0]);
   ::close(ends[0]);
 
   // A second sandbox of the desk would share the first one's cgroup: refused.
