@@ -20,8 +20,10 @@ class DeskCgroupSlot {
   /// `shared`: the desk's sandboxes come and go (a daemon's desk), each in a cgroup of its
   /// own under the desk's. `one_sandbox`: the process runs one sandbox of this desk and exits
   /// (`deskd sandbox`), so the sandbox's cgroup is the desk's: one folder per hierarchy,
-  /// made and removed once (cgroup_instance.h, make_single_use).
-  enum class Use { shared, one_sandbox };
+  /// made and removed once (cgroup_instance.h, make_single_use). `alone`: made as a shared
+  /// desk's, for one sandbox that nothing else of the desk joins (a running deskd's trial of
+  /// a desk), so that its launch may share deskd's memory (launcher.cpp).
+  enum class Use { shared, one_sandbox, alone };
   explicit DeskCgroupSlot(Use use = Use::shared) : use_(use) {}
   Use use() const { return use_; }
 

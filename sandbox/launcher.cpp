@@ -255,6 +255,18 @@ Result<void> make_listener_channel(const SandboxSpec& spec, Launch& launch) {
   return success();
 }
 
+// A child sharing deskd's memory is ranked by a memory cgroup's OOM killer with deskd's
+// whole memory map, and once it is chosen the kernel kills every process sharing that map:
+// deskd. A desk that holds its cgroup at the limit (tmpfs pages, which no process's RSS
+// shows) while a sandbox of it starts would have deskd killed. So the child shares deskd's
+// memory only where nothing of a desk can fill the cgroup it joins meanwhile: no cgroup (it
+// stays in deskd's own), or a cgroup of this one sandbox (`deskd sandbox`, a desk's trial).
+// Elsewhere it is a fork, whose copy is its own to lose.
+bool sharing_memory_is_safe(const SandboxSpec& spec, const Launch& launch) {
+  const DeskCgroupSlot::Use use = spec.desk_cgroup->use();
+  return !launch.cgroup || use == DeskCgroupSlot::Use::one_sandbox || use == DeskCgroupSlot::Use::alone;
+}
+
 // Makes the child, which starts at run_sandbox_child, and drops what it now holds for itself.
 Result<SandboxedProcess> clone_sandbox(const SandboxSpec& spec, ChildMaking making, Launch& launch,
                                        SharedMemoryChild& shared) {
@@ -262,7 +274,7 @@ Result<SandboxedProcess> clone_sandbox(const SandboxSpec& spec, ChildMaking maki
   if (spec.network != NetworkMode::host) flags |= CLONE_NEWNET;
   int raw_pidfd = -1;
   const int cgroup_fd = launch.cgroup ? launch.cgroup->directory_fd() : -1;
-  if (making == ChildMaking::sharing_memory && can_clone_sharing_memory()) {
+  if (making == ChildMaking::sharing_memory && can_clone_sharing_memory() && sharing_memory_is_safe(spec, launch)) {
     DESKD_ASSIGN_OR_RETURN(ChildStack mapped, ChildStack::map());
     shared.stack.emplace(std::move(mapped));
     shared.signals_blocked.emplace();

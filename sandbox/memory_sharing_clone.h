@@ -11,7 +11,10 @@
 // the calling thread must not rely on errno (the child shares its thread's TLS), until the
 // child has executed or died. launcher.cpp keeps the rule by waiting, with every signal
 // blocked, for the child's report pipe to close (or carry a failure) before anything the
-// child reads goes out of scope; an early return kills and reaps the child first.
+// child reads goes out of scope; an early return kills and reaps the child first. And it
+// shares memory only where no desk can fill the memory cgroup the child joins: a cgroup's
+// OOM killer would rank the child by deskd's memory and kill deskd with it (launcher.cpp,
+// sharing_memory_is_safe).
 
 #include <sys/types.h>
 

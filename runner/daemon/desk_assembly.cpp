@@ -36,7 +36,12 @@ Result<void> try_sandbox(const sandbox::SandboxSpec& spec) {
   UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!null_fd) return Error::from_errno(errno, "open /dev/null");
   sandbox::StandardStreams streams{null_fd.get(), null_fd.get(), null_fd.get()};
-  DESKD_ASSIGN_OR_RETURN(auto process, sandbox::launch_sandboxed(spec, {"true"}, streams));
+  // In a desk cgroup of its own, with the desk's limits: nothing else of the desk runs in
+  // it, so the launch may share deskd's memory instead of copying it (launcher.cpp,
+  // sharing_memory_is_safe), which a thousand desks' start depends on.
+  sandbox::SandboxSpec alone = spec;
+  alone.desk_cgroup = std::make_shared<sandbox::DeskCgroupSlot>(sandbox::DeskCgroupSlot::Use::alone);
+  DESKD_ASSIGN_OR_RETURN(auto process, sandbox::launch_sandboxed(alone, {"true"}, streams));
   DESKD_ASSIGN_OR_RETURN(auto status, process.wait_for(std::chrono::seconds(20)));
   if (!status) {
     (void)process.signal(SIGKILL);

@@ -31,6 +31,7 @@
 #include "policy/confinement.h"
 #include "sandbox/cgroup_limits.h"
 #include "tests/unit/sandbox/cgroup_line.h"
+#include "tests/unit/sandbox/pipe_text.h"
 
 namespace deskd::sandbox {
 namespace {
@@ -79,6 +80,9 @@ TEST(LauncherTest, ALaunchSharingDeskdsMemoryLeavesTheCommandNoBlockedSignalAndT
   const fs::path root = ::mkdtemp(pattern);
   fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
   auto spec = SandboxSpecBuilder(policy::Confinement::create(root, {}).value()).build().value();
+  // A cgroup of its own, as a desk's trial has: where the sandbox joins a desk's shared
+  // cgroup, the launch forks instead (launcher.cpp, sharing_memory_is_safe).
+  spec.desk_cgroup = std::make_shared<DeskCgroupSlot>(DeskCgroupSlot::Use::alone);
   sigset_t usr1, before;
   sigemptyset(&usr1);
   sigaddset(&usr1, SIGUSR1);
@@ -126,6 +130,7 @@ TEST(LauncherTest, ASignalToTheChildSharingDeskdsMemoryNeverRunsDeskdsHandlerThe
   }();
   fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
   auto spec = SandboxSpecBuilder(policy::Confinement::create(root, {}).value()).build().value();
+  spec.desk_cgroup = std::make_shared<DeskCgroupSlot>(DeskCgroupSlot::Use::alone);  // shares memory
   // In a helper process of its own process group, whose every member (the child too, until
   // its setsid) a thread keeps signalling.
   const pid_t helper = ::fork();
@@ -278,20 +283,6 @@ TEST(LauncherTest, TheCommandRunsInTheSandboxsOwnCgroup) {
 }
 
 // The lines a sandbox wrote to `fd` until `until` appears, the pipe closes or 30 s pass.
-std::string read_until(int fd, const std::string& until) {
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (text.find(until) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-    pollfd readable{fd, POLLIN, 0};
-    if (::poll(&readable, 1, 100) <= 0) continue;
-    char buffer[4096];
-    const ssize_t count = ::read(fd, buffer, sizeof buffer);
-    if (count <= 0) break;
-    text.append(buffer, static_cast<std::size_t>(count));
-  }
-  return text;
-}
-
 // A desk's sandboxes (its bash, its subagents' bashes, its file opener) share the desk's one
 // cgroup and its limits: three sandboxes of one spec, each holding 110 MiB under a 200 MiB
 // desk, cannot all hold it — and each sandbox has a cgroup of its own inside the desk's.
@@ -312,7 +303,7 @@ TEST(LauncherTest, SandboxesOfOneSpecShareTheDesksLimits) {
     auto process = launch_sandboxed(spec, {"/bin/bash", "-c", hold}, StandardStreams{-1, ends[1], ends[1]});
     ::close(ends[1]);
     ASSERT_TRUE(process.ok()) << process.error().what;
-    outputs.push_back(read_until(ends[0], "held"));
+    outputs.push_back(pipe_test::read_until(ends[0], "held"));
     ::close(ends[0]);
     sandboxes.push_back(std::move(process).value());
   }
