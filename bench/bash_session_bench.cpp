@@ -38,6 +38,7 @@
 #include "policy/confinement.h"
 #include "bench/bash_session_options.h"
 #include "bench/fresh_terminal.h"
+#include "bench/temporary_desk.h"
 #include "runner/tools/bash_session.h"
 #include "sandbox/desk_preparation.h"
 #include "sandbox/sandbox_spec.h"
@@ -52,30 +53,7 @@ using Clock = std::chrono::steady_clock;
 using deskd::bench::Options;
 using deskd::bench::parse_arguments;
 using deskd::bench::usage;
-
-// A temporary desk under /var/tmp, as the tests make one; removed when this goes away.
-class TemporaryDesk {
- public:
-  TemporaryDesk() {
-    char pattern[] = "/var/tmp/deskd-bench-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
-    root_ = pattern;
-    // The sandbox's unprivileged identity must be able to reach the desk folder.
-    fs::permissions(root_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                               fs::perms::others_read | fs::perms::others_exec);
-    fs::create_directories(desk());
-  }
-  ~TemporaryDesk() {
-    std::error_code ignored;
-    fs::remove_all(root_, ignored);
-  }
-  TemporaryDesk(const TemporaryDesk&) = delete;
-  TemporaryDesk& operator=(const TemporaryDesk&) = delete;
-  fs::path desk() const { return root_ / "desk"; }
-
- private:
-  fs::path root_;
-};
+using deskd::bench::TemporaryDesk;
 
 // One field of /proc/self/status, in kB ("VmHWM", "VmRSS").
 long status_kb(const std::string& field) {

@@ -19,13 +19,12 @@
 //                       (about 100 KB a desk): what a launch that copied deskd would pay.
 
 #include <fcntl.h>
-#include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -35,41 +34,15 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "bench/temporary_desk.h"
 #include "sandbox/cgroup_limits.h"
 #include "sandbox/desk_preparation.h"
 #include "sandbox/launcher.h"
 #include "sandbox/sandbox_spec.h"
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// The desk folder, made and removed around the run; /var/tmp so that a root deskd's desk
-// uid can reach it (the folder is world-searchable, as bash_session_bench's).
-class TemporaryDesk {
- public:
-  TemporaryDesk() {
-    char pattern[] = "/var/tmp/deskd-resident-XXXXXX";
-    if (::mkdtemp(pattern) != nullptr) {
-      root_ = pattern;
-      ::chmod(pattern, 0755);
-      std::error_code ignored;
-      fs::create_directories(desk(), ignored);
-    }
-  }
-  ~TemporaryDesk() {
-    std::error_code ignored;
-    if (!root_.empty()) fs::remove_all(root_, ignored);
-  }
-  TemporaryDesk(const TemporaryDesk&) = delete;
-  TemporaryDesk& operator=(const TemporaryDesk&) = delete;
-  bool made() const { return !root_.empty(); }
-  fs::path desk() const { return root_ / "desk"; }
-
- private:
-  fs::path root_;
-};
 
 int fail(const std::string& what) {
   std::printf("error: %s\n", what.c_str());
@@ -102,9 +75,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  TemporaryDesk desk;
-  if (!desk.made()) return fail(std::string("making the desk folder: ") + std::strerror(errno));
-  auto spec = deskd::sandbox::build_desk_sandbox_spec(desk.desk(), {}, deskd::sandbox::SandboxSettings{});
+  std::optional<deskd::bench::TemporaryDesk> desk;
+  try {
+    desk.emplace();
+  } catch (const std::exception& failure) {
+    return fail(std::string("making the desk folder: ") + failure.what());
+  }
+  auto spec = deskd::sandbox::build_desk_sandbox_spec(desk->desk(), {}, deskd::sandbox::SandboxSettings{});
   if (!spec.ok()) return fail("the desk's sandbox: " + spec.error().what);
   deskd::UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!null_fd) return fail(std::string("/dev/null: ") + std::strerror(errno));

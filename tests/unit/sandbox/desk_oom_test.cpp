@@ -5,11 +5,9 @@
 // the one chosen (launcher.cpp, sharing_memory_is_safe). This test process stands in for
 // deskd: it launches the sandboxes, and it must live through the second one's start.
 
-#include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -21,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "policy/confinement.h"
+#include "sandbox/cgroup_instance.h"
 #include "sandbox/cgroup_limits.h"
 #include "sandbox/host_support.h"
 #include "sandbox/launcher.h"
@@ -38,14 +37,6 @@ std::uint64_t number_in(const fs::path& file) {
   std::uint64_t value = 0;
   in >> value;
   return value;
-}
-
-bool write_text(const fs::path& file, const std::string& text) {
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return written;
 }
 
 TEST(DeskOomTest, ADeskHoldingItsCgroupAtTheLimitWhileItsSandboxStartsDoesNotGetDeskdKilled) {
@@ -95,9 +86,12 @@ TEST(DeskOomTest, ADeskHoldingItsCgroupAtTheLimitWhileItsSandboxStartsDoesNotGet
   // succeeds or fails and says so.
   for (int round = 0; round < 5; ++round) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    bool held = false;
-    for (int attempt = 0; attempt < 20 && !held; ++attempt) held = write_text(limit, std::to_string(number_in(usage)));
-    ASSERT_TRUE(held) << "could not set " << limit << ": " << std::strerror(errno);
+    Result<void> held = success();
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      held = cgroup_instance::write_file(limit, std::to_string(number_in(usage)));
+      if (held.ok()) break;
+    }
+    ASSERT_TRUE(held.ok()) << held.error().what;
     auto second = launch_sandboxed(spec, {"true"});
     if (second.ok()) (void)second->wait();
   }
